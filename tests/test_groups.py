@@ -42,6 +42,48 @@ def test_samples_are_members_and_closed(group):
     np.testing.assert_allclose(_np(back), _np(x), atol=1e-4)
 
 
+@pytest.mark.parametrize("group", [G.Orthogonal(5), G.SpecialOrthogonal(5)],
+                         ids=lambda g: g.name)
+def test_float64_samples_are_orthogonal_to_float64_precision(group):
+    with jax.enable_x64(True):
+        e = group.sample(KEY, 16, jnp.float64)
+        m = np.asarray(e.matrix)
+    assert m.dtype == np.float64 and m.shape == (16, 5, 5)
+    gram = np.einsum("nki,nkj->nij", m, m)
+    np.testing.assert_allclose(gram, np.broadcast_to(np.eye(5), gram.shape), rtol=0,
+                               atol=1e-12)
+    det = np.linalg.det(m)
+    if isinstance(group, G.SpecialOrthogonal):
+        np.testing.assert_allclose(det, 1.0, rtol=0, atol=1e-12)
+    else:
+        assert (det < 0).any() and (det > 0).any()
+
+
+@pytest.mark.parametrize("group", [
+    G.SpecialOrthogonal(3), G.GeneralLinear(3), G.OrthogonalComplement(4),
+    G.Dihedral(2, k=6), G.Simplex(3), G.SU2(3, rep="adjoint"), G.Lorentz(3),
+    G.ConeGroup(8, cone_dim=4), G.RotatedConeGroup(8, cone_dim=4),
+], ids=lambda g: g.name)
+def test_float64_sampling_of_every_group_built_on_orthogonal_draws(group):
+    with jax.enable_x64(True):
+        e = group.sample(KEY, 8, jnp.float64)
+        assert e.matrix.dtype == jnp.float64
+        assert bool(jnp.all(group.contains(e, atol=1e-10)))
+
+
+@pytest.mark.parametrize("dtype", [jnp.float16, jnp.bfloat16])
+@pytest.mark.parametrize("group", [G.Orthogonal(4), G.SpecialOrthogonal(4), G.Simplex(3),
+                                   G.Dihedral(2, k=6)], ids=lambda g: g.name)
+def test_half_precision_samples_are_computed_in_float32_and_cast(group, dtype):
+    e = group.sample(KEY, 8, dtype)
+    assert e.matrix.dtype == dtype
+    m = np.asarray(e.matrix.astype(jnp.float32), np.float64)
+    gram = np.einsum("nki,nkj->nij", m, m)
+    # only the final rounding to `dtype` is lost (a few ulps of a half-precision float)
+    np.testing.assert_allclose(gram, np.broadcast_to(np.eye(m.shape[-1]), gram.shape),
+                               rtol=0, atol=8 * float(jnp.finfo(dtype).eps))
+
+
 NON_MEMBERS = [
     (G.Permutation(4), G.SignedPermutation(4)),
     (G.EvenSignedPermutation(5), G.SignedPermutation(5)),  # odd flips occur in B_n

@@ -242,10 +242,24 @@ def is_signed_permutation(m: Array, atol: float) -> Bool[Array, "*batch"]:
     return entries_ok & jnp.all(rows, axis=-1) & jnp.all(cols, axis=-1)
 
 
+def work_dtype(dtype) -> jnp.dtype:
+    """The real dtype sampling is computed in for elements of `dtype`: float64 for 64-bit
+    dtypes (float64, complex128), float32 otherwise (half precisions are computed in
+    float32 and cast). Chosen explicitly, so no implicit dtype promotion is involved."""
+    wide = jnp.dtype(dtype) in (jnp.dtype(jnp.float64), jnp.dtype(jnp.complex128))
+    return jnp.dtype(jnp.float64 if wide else jnp.float32)
+
+
+def complex_work_dtype(dtype) -> jnp.dtype:
+    """The complex counterpart of `work_dtype`: complex128 or complex64."""
+    wide = work_dtype(dtype) == jnp.dtype(jnp.float64)
+    return jnp.dtype(jnp.complex128 if wide else jnp.complex64)
+
+
 def haar_orthogonal(key: PRNGKeyArray, num: int, n: int, dtype) -> Float[Array, "_ n n"]:
     """Exact Haar sample of O(n): QR of a Gaussian matrix with the sign of diag(R) fixed
-    (Mezzadri 2007), computed in at least float32."""
-    work = jnp.promote_types(dtype, jnp.float32)
+    (Mezzadri 2007), computed in float64 for 64-bit `dtype`, in float32 otherwise."""
+    work = work_dtype(dtype)
     z = jax.random.normal(key, (num, n, n), dtype=work)
     q, r = jnp.linalg.qr(z)
     d = jnp.sign(jnp.diagonal(r, axis1=-2, axis2=-1))
@@ -255,8 +269,8 @@ def haar_orthogonal(key: PRNGKeyArray, num: int, n: int, dtype) -> Float[Array, 
 
 def haar_unitary(key: PRNGKeyArray, num: int, n: int, dtype) -> Array:
     """Exact Haar sample of U(n): QR of a complex Gaussian with diag(R) phases removed."""
-    cdtype = jnp.complex128 if jnp.dtype(dtype) in (jnp.float64, jnp.complex128) else jnp.complex64
-    rdtype = jnp.finfo(cdtype).dtype
+    cdtype = complex_work_dtype(dtype)
+    rdtype = work_dtype(dtype)
     kr, ki = jax.random.split(key)
     z = jax.lax.complex(jax.random.normal(kr, (num, n, n), rdtype),
                         jax.random.normal(ki, (num, n, n), rdtype))

@@ -10,17 +10,15 @@ import jax.numpy as jnp
 from ._base import (
     AbstractGroup,
     Element,
+    complex_work_dtype,
     haar_unitary,
     is_orthogonal,
     linear_element,
     permutation_matrices,
     random_permutations,
+    work_dtype,
     zero_shift,
 )
-
-
-def _complex_dtype(dtype):
-    return jnp.complex128 if jnp.dtype(dtype) in (jnp.float64, jnp.complex128) else jnp.complex64
 
 
 class Unitary(AbstractGroup):
@@ -63,10 +61,10 @@ class PermutationPhase(AbstractGroup):
         return f"S_{self._dim_label()}×U(1)"
 
     def _sample(self, key, num, dtype):
-        cdtype = _complex_dtype(dtype)
+        cdtype = complex_work_dtype(dtype)
         kp, kf = jax.random.split(key)
         p = permutation_matrices(random_permutations(kp, num, self.n), cdtype)
-        phi = jax.random.uniform(kf, (num,), jnp.finfo(cdtype).dtype, 0, 2 * jnp.pi)
+        phi = jax.random.uniform(kf, (num,), work_dtype(dtype), 0, 2 * jnp.pi)
         phase = jax.lax.complex(jnp.cos(phi), jnp.sin(phi)).astype(cdtype)
         return linear_element(phase[:, None, None] * p)
 
@@ -135,8 +133,8 @@ class SU2(AbstractGroup):
         return "SU(2)" if self.rep == "standard" else "SU(2)→SO(3)"
 
     def _sample(self, key, num, dtype):
-        cdtype = _complex_dtype(dtype)
-        q = jax.random.normal(key, (num, 4), jnp.finfo(cdtype).dtype)
+        cdtype = complex_work_dtype(dtype)
+        q = jax.random.normal(key, (num, 4), work_dtype(dtype))
         q = q / jnp.linalg.norm(q, axis=-1, keepdims=True)
         a = jax.lax.complex(q[:, 0], q[:, 1])
         b = jax.lax.complex(q[:, 2], q[:, 3])
@@ -148,7 +146,7 @@ class SU2(AbstractGroup):
         if self.rep == "standard" or element.matrix.shape[-1] == 3:
             return element
         r = su2_adjoint(element.matrix)
-        return linear_element(r.astype(jnp.promote_types(dtype, jnp.float32)))
+        return linear_element(r.astype(work_dtype(dtype)))
 
     def _contains(self, element, atol):
         m = element.matrix

@@ -25,14 +25,16 @@ import numpy as np
 from ._base import (
     AbstractGroup,
     _check_dimension,
+    complex_work_dtype,
     haar_orthogonal,
     is_orthogonal,
     linear_element,
     permutation_matrices,
     random_permutations,
+    work_dtype,
     zero_shift,
 )
-from ._complex import PermutationPhase, Unitary, _complex_dtype
+from ._complex import PermutationPhase, Unitary
 from ._hierarchy import _bind, immediate_supergroups
 from ._real import GeneralLinear, Orthogonal
 
@@ -101,8 +103,8 @@ class Phase(AbstractGroup):
         return "U(1)"
 
     def _sample(self, key, num, dtype):
-        cdtype = _complex_dtype(dtype)
-        phi = jax.random.uniform(key, (num,), jnp.finfo(cdtype).dtype, 0, 2 * jnp.pi)
+        cdtype = complex_work_dtype(dtype)
+        phi = jax.random.uniform(key, (num,), work_dtype(dtype), 0, 2 * jnp.pi)
         phase = jax.lax.complex(jnp.cos(phi), jnp.sin(phi)).astype(cdtype)
         eye = jnp.eye(self.n, dtype=cdtype)
         return linear_element(phase[:, None, None] * eye)
@@ -132,10 +134,10 @@ class MonomialUnitary(AbstractGroup):
         return f"U(1)^{self._dim_label()}⋊S_{self._dim_label()}"
 
     def _sample(self, key, num, dtype):
-        cdtype = _complex_dtype(dtype)
+        cdtype = complex_work_dtype(dtype)
         kp, kf = jax.random.split(key)
         p = permutation_matrices(random_permutations(kp, num, self.n), cdtype)
-        phi = jax.random.uniform(kf, (num, self.n), jnp.finfo(cdtype).dtype, 0, 2 * jnp.pi)
+        phi = jax.random.uniform(kf, (num, self.n), work_dtype(dtype), 0, 2 * jnp.pi)
         phase = jax.lax.complex(jnp.cos(phi), jnp.sin(phi)).astype(cdtype)
         return linear_element(phase[:, :, None] * p)
 

@@ -21,6 +21,7 @@ from ._base import (
     linear_element,
     permutation_matrices,
     random_permutations,
+    work_dtype,
     zero_shift,
 )
 
@@ -171,7 +172,7 @@ class SpecialOrthogonal(AbstractGroup):
 
     def _sample(self, key, num, dtype):
         q = haar_orthogonal(key, num, self.n, dtype)
-        det = jnp.linalg.det(q.astype(jnp.promote_types(dtype, jnp.float32)))
+        det = jnp.linalg.det(q.astype(work_dtype(dtype)))
         flip = jnp.where(det < 0, -1, 1).astype(dtype)
         q = q.at[..., :, 0].multiply(flip[..., None])
         return linear_element(q)

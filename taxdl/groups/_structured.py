@@ -17,6 +17,7 @@ from ._base import (
     linear_element,
     permutation_matrices,
     random_permutations,
+    work_dtype,
     zero_shift,
 )
 from ._real import ones_complement_basis
@@ -57,7 +58,7 @@ class Dihedral(AbstractGroup):
     def _sample(self, key, num, dtype):
         kr, kf = jax.random.split(key)
         j = jax.random.randint(kr, (num,), 0, self.k)
-        t = (2 * jnp.pi / self.k) * j.astype(jnp.promote_types(dtype, jnp.float32))
+        t = (2 * jnp.pi / self.k) * j.astype(work_dtype(dtype))
         c, s = jnp.cos(t), jnp.sin(t)
         rot = jnp.stack([jnp.stack([c, -s], -1), jnp.stack([s, c], -1)], -2)
         flip = jax.random.bernoulli(kf, 0.5, (num,))
@@ -106,7 +107,7 @@ class Simplex(AbstractGroup):
 
     def _sample(self, key, num, dtype):
         n = self.n
-        h = ones_complement_basis(n + 1, jnp.promote_types(dtype, jnp.float32))
+        h = ones_complement_basis(n + 1, work_dtype(dtype))
         p = permutation_matrices(random_permutations(key, num, n + 1), h.dtype)
         return linear_element(jnp.einsum("ai,nab,bj->nij", h, p, h).astype(dtype))
 
