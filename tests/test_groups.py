@@ -301,6 +301,16 @@ def test_names():
     assert G.Permutation().name == "S_n" and G.SignedPermutation(3).name == "B_3"
     assert G.OrthogonalComplement().name == "O(n-1)"
     assert G.ScaleShift().name == "ℝ×,+λ1"
+    assert G.ScaleShift(positive=True).name == "ℝ×₊,+λ1" and G.Scaling(3).name == "ℝ×"
+    assert G.OrthogonalComplement(5).name == "O(4)" and G.Lorentz().name == "O(1,n-1)"
+    assert G.Lorentz(4).name == "O(1,3)" and G.Dihedral(2, k=6).name == "Ψ(D_6)"
+    assert G.SU2().name == "SU(2)" and G.SU2(rep="adjoint").name == "SU(2)→SO(3)"
+    assert G.ConeGroup().name == "S_G×O(3)^G×(ℝ×₊)^G"
+    assert G.ConeGroup(7, cone_dim=4, shared_axis=True).name == "S_2×O(3)^2×ℝ×₊"
+    assert G.RotatedConeGroup(8, cone_dim=4, scalings=False).name == "R[S_2×O(3)^2]"
+    assert G.MonomialUnitary(3).name == "U(1)^3⋊S_3"
+    assert G.BlockDiagonal(G.Orthogonal(2), G.Permutation(3)).name == "O(2) ⊕ S_3"
+    assert str(G.Product(G.Scaling(), G.Orthogonal())) == "ℝ× × O(n)"
 
 
 @pytest.mark.parametrize("bad", [0, -3, True])

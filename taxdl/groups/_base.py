@@ -12,10 +12,12 @@ sampled and can act on arrays.
 
 import abc
 import dataclasses
+from typing import ClassVar
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float, Inexact, PRNGKeyArray, Shaped
 
 
@@ -52,14 +54,16 @@ class AbstractGroup(eqx.Module):
 
     Concrete groups are final classes that set the class variables and implement
     `_sample` and `_contains`; everything else (binding the dimension, acting, inverting,
-    naming) is shared here.
+    naming) is shared here. Most set the traits through
+    `AbstractCompactGroup` or `AbstractNoncompactGroup`.
 
     **Class variables:**
 
     - `symbol`: short symbol of the family, e.g. `"O"`.
-
-    Every concrete group also has a `name` property: the display name, e.g. `"O(n)"` for
-    the family or `"O(8)"` when bound.
+    - `name_template`: the display name `name`, e.g. `"O({n})"` gives `"O(n)"` for the
+      family and `"O(8)"` when bound. `{n}` and `{n-1}` are the bound dimension and one
+      less (the letters `n`, `n-1` for a family); any other `{x}` is the group's
+      attribute `x` (a hyperparameter, or a property naming a variable part).
     - `finite`: whether the group is finite.
     - `compact`: whether it is compact (then `sample` draws from the Haar measure).
     - `haar`: whether `sample` draws exactly from the Haar (uniform) measure.
@@ -69,8 +73,8 @@ class AbstractGroup(eqx.Module):
 
     n: eqx.AbstractVar[int | None]
 
-    name: eqx.AbstractVar[str]
     symbol: eqx.AbstractClassVar[str]
+    name_template: eqx.AbstractClassVar[str]
     finite: eqx.AbstractClassVar[bool]
     compact: eqx.AbstractClassVar[bool]
     haar: eqx.AbstractClassVar[bool]
@@ -98,9 +102,10 @@ class AbstractGroup(eqx.Module):
         """Dimension of the representation space the elements act on."""
         return self._require_n()
 
-
-    def _dim_label(self) -> str:
-        return "n" if self.n is None else str(self.n)
+    @property
+    def name(self) -> str:
+        """The display name, e.g. `"O(n)"` for the family or `"O(8)"` when bound."""
+        return self.name_template.format_map(_NameFields(self))
 
     def _require_n(self) -> int:
         if self.n is None:
@@ -195,6 +200,43 @@ class AbstractGroup(eqx.Module):
         return immediate_supergroups(self)
 
 
+class AbstractCompactGroup(AbstractGroup):
+    """A compact group of isometries (orthogonal or unitary, zero shift) whose `sample`
+    draws exactly from the Haar measure. Concrete subclasses set `symbol`,
+    `name_template`, `finite` and `field`."""
+
+    compact: ClassVar[bool] = True
+    haar: ClassVar[bool] = True
+    isometric: ClassVar[bool] = True
+
+
+class AbstractNoncompactGroup(AbstractGroup):
+    """A non-compact (so infinite) group acting on real space, not made of isometries.
+    There is no Haar probability measure: `sample` follows the distribution documented
+    on the concrete class. Concrete subclasses set `symbol` and `name_template`."""
+
+    finite: ClassVar[bool] = False
+    compact: ClassVar[bool] = False
+    haar: ClassVar[bool] = False
+    field: ClassVar[str] = "real"
+    isometric: ClassVar[bool] = False
+
+
+class _NameFields:
+    """The fields of a `name_template` (see `AbstractGroup`), looked up on demand."""
+
+    def __init__(self, group: AbstractGroup):
+        self.group = group
+
+    def __getitem__(self, key: str):
+        n = self.group.n
+        if key == "n":
+            return "n" if n is None else n
+        if key == "n-1":
+            return "n-1" if n is None else n - 1
+        return getattr(self.group, key)
+
+
 # Sampling and membership are compiled once per (group, num, dtype): groups hold only
 # static fields, so filter_jit treats them as compile-time constants.
 @eqx.filter_jit
@@ -231,15 +273,29 @@ def zero_shift(e: Element, atol: float) -> Bool[Array, "*batch"]:
     return jnp.max(jnp.abs(e.shift), axis=-1, initial=0.0) <= atol
 
 
-def is_signed_permutation(m: Array, atol: float) -> Bool[Array, "*batch"]:
-    """Exactly one entry of magnitude 1 per row and column, zeros elsewhere."""
+def scalar_part(m: Array, atol: float) -> tuple[Array, Bool[Array, "*batch"]]:
+    """The entry $a = M_{11}$ and whether $M = aI$ (to `atol`)."""
+    a = m[..., 0, 0]
+    eye = jnp.eye(m.shape[-1], dtype=m.dtype)
+    return a, jnp.max(jnp.abs(m - a[..., None, None] * eye), axis=(-2, -1)) <= atol
+
+
+def unit_monomial(m: Array, atol: float) -> tuple[Array, Bool[Array, "*batch"]]:
+    """Where the entries have modulus 1, and whether `m` has exactly one such entry per row
+    and column and zeros elsewhere (a signed permutation for real `m`; a permutation with
+    unit phases for complex `m`)."""
     a = jnp.abs(m)
     near_one = jnp.abs(a - 1) <= atol
     near_zero = a <= atol
     entries_ok = jnp.all(near_one | near_zero, axis=(-2, -1))
     rows = jnp.sum(near_one, axis=-1) == 1
     cols = jnp.sum(near_one, axis=-2) == 1
-    return entries_ok & jnp.all(rows, axis=-1) & jnp.all(cols, axis=-1)
+    return near_one, entries_ok & jnp.all(rows, axis=-1) & jnp.all(cols, axis=-1)
+
+
+def is_signed_permutation(m: Array, atol: float) -> Bool[Array, "*batch"]:
+    """Exactly one entry of magnitude 1 per row and column, zeros elsewhere."""
+    return unit_monomial(m, atol)[1]
 
 
 def work_dtype(dtype) -> jnp.dtype:
@@ -280,6 +336,37 @@ def haar_unitary(key: PRNGKeyArray, num: int, n: int, dtype) -> Array:
     safe = jnp.where(mag == 0, 1, mag).astype(cdtype)
     phase = jnp.where(mag == 0, jnp.ones((), cdtype), diag / safe)
     return q * phase[..., None, :]
+
+
+def random_signs(key: PRNGKeyArray, num: int, n: int, dtype) -> Array:
+    """`num` vectors of n independent uniform signs ±1, shape (num, n)."""
+    return jnp.where(jax.random.bernoulli(key, 0.5, (num, n)), 1, -1).astype(dtype)
+
+
+def log_uniform(key: PRNGKeyArray, shape, dtype, low: float = 0.5, high: float = 2.0):
+    """Positive factors with log uniform on [log low, log high] (well conditioned, not
+    Haar: the positive scalings are not compact)."""
+    return jnp.exp(jax.random.uniform(key, shape, dtype, jnp.log(low), jnp.log(high)))
+
+
+def helmert_basis(n: int):
+    """The Helmert basis of the hyperplane orthogonal to the all-ones vector of ℝⁿ: an
+    orthonormal NumPy float64 array of shape (n, n−1) whose column k−1 is
+    $(1, …, 1, −k, 0, …, 0)/\\sqrt{k(k+1)}$ (k ones)."""
+    import numpy as np
+
+    h = np.zeros((n, n - 1))
+    for k in range(1, n):
+        h[:k, k - 1] = 1.0
+        h[k, k - 1] = -float(k)
+        h[:, k - 1] /= np.sqrt(k * (k + 1))
+    return h
+
+
+def random_phases(key: PRNGKeyArray, shape, dtype) -> Array:
+    """Independent uniform unit phases $e^{i\\varphi}$ in the complex dtype for `dtype`."""
+    phi = jax.random.uniform(key, shape, work_dtype(dtype), 0, 2 * jnp.pi)
+    return jax.lax.complex(jnp.cos(phi), jnp.sin(phi)).astype(complex_work_dtype(dtype))
 
 
 def random_permutations(key: PRNGKeyArray, num: int, n: int) -> Array:

@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 
 from ._base import (
-    AbstractGroup,
+    AbstractCompactGroup,
     Element,
     complex_work_dtype,
     haar_unitary,
@@ -16,25 +16,21 @@ from ._base import (
     linear_element,
     permutation_matrices,
     random_permutations,
+    random_phases,
+    unit_monomial,
     work_dtype,
     zero_shift,
 )
 
 
-class Unitary(AbstractGroup):
+class Unitary(AbstractCompactGroup):
     """The unitary group U(n) on ℂⁿ, sampled exactly from its Haar measure."""
 
     n: int | None = eqx.field(static=True, default=None)
     symbol: ClassVar[str] = "U"
+    name_template: ClassVar[str] = "U({n})"
     finite: ClassVar[bool] = False
-    compact: ClassVar[bool] = True
-    haar: ClassVar[bool] = True
     field: ClassVar[str] = "complex"
-    isometric: ClassVar[bool] = True
-
-    @property
-    def name(self) -> str:
-        return f"U({self._dim_label()})"
 
     def _sample(self, key, num, dtype):
         return linear_element(haar_unitary(key, num, self.n, dtype))
@@ -44,41 +40,29 @@ class Unitary(AbstractGroup):
         return is_orthogonal(element.matrix, atol) & zero_shift(element, atol)
 
 
-class PermutationPhase(AbstractGroup):
+class PermutationPhase(AbstractCompactGroup):
     """Sₙ × U(1) on ℂⁿ: coordinate permutations times a global phase $e^{i\\varphi}$
     (exact Haar: uniform permutation, uniform phase)."""
 
     n: int | None = eqx.field(static=True, default=None)
     symbol: ClassVar[str] = "S×U(1)"
+    name_template: ClassVar[str] = "S_{n}×U(1)"
     finite: ClassVar[bool] = False
-    compact: ClassVar[bool] = True
-    haar: ClassVar[bool] = True
     field: ClassVar[str] = "complex"
-    isometric: ClassVar[bool] = True
-
-    @property
-    def name(self) -> str:
-        return f"S_{self._dim_label()}×U(1)"
 
     def _sample(self, key, num, dtype):
-        cdtype = complex_work_dtype(dtype)
         kp, kf = jax.random.split(key)
-        p = permutation_matrices(random_permutations(kp, num, self.n), cdtype)
-        phi = jax.random.uniform(kf, (num,), work_dtype(dtype), 0, 2 * jnp.pi)
-        phase = jax.lax.complex(jnp.cos(phi), jnp.sin(phi)).astype(cdtype)
-        return linear_element(phase[:, None, None] * p)
+        p = permutation_matrices(random_permutations(kp, num, self.n), complex_work_dtype(dtype))
+        return linear_element(random_phases(kf, (num,), dtype)[:, None, None] * p)
 
     def _contains(self, element, atol):
         m = element.matrix
-        mag = jnp.abs(m)
-        near_one = jnp.abs(mag - 1) <= atol
-        entries = jnp.all(near_one | (mag <= atol), axis=(-2, -1))
-        rows = jnp.all(jnp.sum(near_one, -1) == 1, -1) & jnp.all(jnp.sum(near_one, -2) == 1, -1)
+        near_one, monomial = unit_monomial(m, atol)
         # all non-zero entries share one phase
         phase = jnp.sum(jnp.where(near_one, m, 0), axis=(-2, -1)) / m.shape[-1]
         same = jnp.all(jnp.where(near_one, jnp.abs(m - phase[..., None, None]) <= 4 * atol, True),
                        axis=(-2, -1))
-        return entries & rows & same & zero_shift(element, atol)
+        return monomial & same & zero_shift(element, atol)
 
 
 PAULI = (
@@ -100,7 +84,7 @@ def su2_adjoint(u):
     return 0.5 * jnp.real(r)
 
 
-class SU2(AbstractGroup):
+class SU2(AbstractCompactGroup):
     """SU(2), elements $U$ sampled exactly from Haar (uniform unit quaternions).
 
     `rep="standard"` acts on ℂ² by $U$; `rep="adjoint"` acts on ℝ³ by the rotation
@@ -113,11 +97,9 @@ class SU2(AbstractGroup):
     n: int | None = eqx.field(static=True, default=None)
     rep: str = eqx.field(static=True, default="standard")
     symbol: ClassVar[str] = "SU"
+    name_template: ClassVar[str] = "SU(2){_image}"
     finite: ClassVar[bool] = False
-    compact: ClassVar[bool] = True
-    haar: ClassVar[bool] = True
     field: ClassVar[str] = "any"
-    isometric: ClassVar[bool] = True
 
     def __check_init__(self):
         if self.rep not in ("standard", "adjoint"):
@@ -128,9 +110,7 @@ class SU2(AbstractGroup):
                 f"SU2 with rep={self.rep!r} acts on dimension {want}; got n={self.n!r}."
             )
 
-    @property
-    def name(self) -> str:
-        return "SU(2)" if self.rep == "standard" else "SU(2)→SO(3)"
+    _image = property(lambda self: "" if self.rep == "standard" else "→SO(3)")
 
     def _sample(self, key, num, dtype):
         cdtype = complex_work_dtype(dtype)

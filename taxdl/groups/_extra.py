@@ -23,25 +23,30 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._base import (
-    AbstractGroup,
+    AbstractCompactGroup,
+    AbstractNoncompactGroup,
     _check_dimension,
     complex_work_dtype,
-    haar_orthogonal,
-    is_orthogonal,
+    helmert_basis,
     linear_element,
+    log_uniform,
     permutation_matrices,
     random_permutations,
-    work_dtype,
+    random_phases,
+    scalar_part,
+    unit_monomial,
     zero_shift,
 )
 from ._complex import PermutationPhase, Unitary
 from ._hierarchy import _bind, immediate_supergroups
 from ._real import GeneralLinear, Orthogonal
-
-
-def _log_uniform(key, shape, dtype):
-    """Positive factors with log uniform on [log ½, log 2] (well conditioned, not Haar)."""
-    return jnp.exp(jax.random.uniform(key, shape, dtype, jnp.log(0.5), jnp.log(2.0)))
+from ._structured import (
+    check_cone_dim,
+    cone_matrices,
+    cones_in_blocks,
+    cones_label,
+    is_block_cone_matrix,
+)
 
 
 def _monomial_pattern(m, atol):
@@ -52,7 +57,7 @@ def _monomial_pattern(m, atol):
     return nonzero, rows & cols
 
 
-class PositiveMonomial(AbstractGroup):
+class PositiveMonomial(AbstractNoncompactGroup):
     """Sₙ ⋉ (ℝ×₊)ⁿ: matrices $P D$ with $P$ a permutation and $D$ a positive diagonal.
 
     The equivariance group of every positively homogeneous elementwise activation
@@ -63,20 +68,12 @@ class PositiveMonomial(AbstractGroup):
 
     n: int | None = eqx.field(static=True, default=None)
     symbol: ClassVar[str] = "S⋉ℝ×₊ⁿ"
-    finite: ClassVar[bool] = False
-    compact: ClassVar[bool] = False
-    haar: ClassVar[bool] = False
-    field: ClassVar[str] = "real"
-    isometric: ClassVar[bool] = False
-
-    @property
-    def name(self) -> str:
-        return f"S_{self._dim_label()}⋉(ℝ×₊)^{self._dim_label()}"
+    name_template: ClassVar[str] = "S_{n}⋉(ℝ×₊)^{n}"
 
     def _sample(self, key, num, dtype):
         kp, kd = jax.random.split(key)
         p = permutation_matrices(random_permutations(kp, num, self.n), dtype)
-        d = _log_uniform(kd, (num, self.n), dtype)
+        d = log_uniform(kd, (num, self.n), dtype)
         return linear_element(p * d[:, None, :])
 
     def _contains(self, element, atol):
@@ -86,84 +83,53 @@ class PositiveMonomial(AbstractGroup):
         return pattern & positive & zero_shift(element, atol)
 
 
-class Phase(AbstractGroup):
+class Phase(AbstractCompactGroup):
     """U(1) acting on ℂⁿ by global phases $x \\mapsto e^{i\\varphi} x$ (exact Haar:
     uniform φ)."""
 
     n: int | None = eqx.field(static=True, default=None)
     symbol: ClassVar[str] = "U(1)"
+    name_template: ClassVar[str] = "U(1)"
     finite: ClassVar[bool] = False
-    compact: ClassVar[bool] = True
-    haar: ClassVar[bool] = True
     field: ClassVar[str] = "complex"
-    isometric: ClassVar[bool] = True
-
-    @property
-    def name(self) -> str:
-        return "U(1)"
 
     def _sample(self, key, num, dtype):
-        cdtype = complex_work_dtype(dtype)
-        phi = jax.random.uniform(key, (num,), work_dtype(dtype), 0, 2 * jnp.pi)
-        phase = jax.lax.complex(jnp.cos(phi), jnp.sin(phi)).astype(cdtype)
-        eye = jnp.eye(self.n, dtype=cdtype)
-        return linear_element(phase[:, None, None] * eye)
+        eye = jnp.eye(self.n, dtype=complex_work_dtype(dtype))
+        return linear_element(random_phases(key, (num,), dtype)[:, None, None] * eye)
 
     def _contains(self, element, atol):
-        m = element.matrix
-        c = m[..., 0, 0]
-        eye = jnp.eye(m.shape[-1], dtype=m.dtype)
-        scalar = jnp.max(jnp.abs(m - c[..., None, None] * eye), axis=(-2, -1)) <= atol
+        c, scalar = scalar_part(element.matrix, atol)
         return scalar & (jnp.abs(jnp.abs(c) - 1) <= atol) & zero_shift(element, atol)
 
 
-class MonomialUnitary(AbstractGroup):
+class MonomialUnitary(AbstractCompactGroup):
     """U(1)ⁿ ⋊ Sₙ on ℂⁿ: permutations with an independent unit phase per coordinate
     (exact Haar: uniform permutation, independent uniform phases)."""
 
     n: int | None = eqx.field(static=True, default=None)
     symbol: ClassVar[str] = "U(1)ⁿ⋊S"
+    name_template: ClassVar[str] = "U(1)^{n}⋊S_{n}"
     finite: ClassVar[bool] = False
-    compact: ClassVar[bool] = True
-    haar: ClassVar[bool] = True
     field: ClassVar[str] = "complex"
-    isometric: ClassVar[bool] = True
-
-    @property
-    def name(self) -> str:
-        return f"U(1)^{self._dim_label()}⋊S_{self._dim_label()}"
 
     def _sample(self, key, num, dtype):
-        cdtype = complex_work_dtype(dtype)
         kp, kf = jax.random.split(key)
-        p = permutation_matrices(random_permutations(kp, num, self.n), cdtype)
-        phi = jax.random.uniform(kf, (num, self.n), work_dtype(dtype), 0, 2 * jnp.pi)
-        phase = jax.lax.complex(jnp.cos(phi), jnp.sin(phi)).astype(cdtype)
-        return linear_element(phase[:, :, None] * p)
+        p = permutation_matrices(random_permutations(kp, num, self.n), complex_work_dtype(dtype))
+        return linear_element(random_phases(kf, (num, self.n), dtype)[:, :, None] * p)
 
     def _contains(self, element, atol):
-        m = element.matrix
-        mag = jnp.abs(m)
-        near_one = jnp.abs(mag - 1) <= atol
-        entries = jnp.all(near_one | (mag <= atol), axis=(-2, -1))
-        rows = jnp.all(jnp.sum(near_one, -1) == 1, -1) & jnp.all(jnp.sum(near_one, -2) == 1, -1)
-        return entries & rows & zero_shift(element, atol)
+        return unit_monomial(element.matrix, atol)[1] & zero_shift(element, atol)
 
 
 def rotated_cone_basis(cone_dim: int, dtype=jnp.float32):
     """The orthogonal (S, S) matrix $Q$ whose first column is $\\mathbf 1/\\sqrt S$ and whose
     other columns are the Helmert basis of $\\mathbf 1^\\perp$: $Q e_1$ is a cone's axis."""
     s = cone_dim
-    q = np.zeros((s, s))
-    q[:, 0] = 1 / np.sqrt(s)
-    for k in range(1, s):
-        q[:k, k] = 1.0
-        q[k, k] = -float(k)
-        q[:, k] /= np.sqrt(k * (k + 1))
+    q = np.concatenate([np.full((s, 1), 1 / np.sqrt(s)), helmert_basis(s)], axis=1)
     return jnp.asarray(q, dtype)
 
 
-class RotatedConeGroup(AbstractGroup):
+class RotatedConeGroup(AbstractNoncompactGroup):
     """The symmetry group of rotated, homogeneous-axis CoLU (RCoLU, Fu & Cohen eq 5).
 
     The channels form G contiguous blocks of S coordinates; each block's cone axis is its
@@ -188,17 +154,10 @@ class RotatedConeGroup(AbstractGroup):
     cone_dim: int = eqx.field(static=True, default=4)
     scalings: bool = eqx.field(static=True, default=True)
     symbol: ClassVar[str] = "RCone"
-    finite: ClassVar[bool] = False
-    compact: ClassVar[bool] = False
-    haar: ClassVar[bool] = False
-    field: ClassVar[str] = "real"
-    isometric: ClassVar[bool] = False
+    name_template: ClassVar[str] = "R[{_cones_label}]"
 
     def __check_init__(self):
-        s = self.cone_dim
-        if isinstance(s, bool) or not isinstance(s, int) or s < 1:
-            raise ValueError(
-                f"RotatedConeGroup: `cone_dim` (S) must be an integer >= 1, got {s!r}.")
+        check_cone_dim(self.cone_dim, "RotatedConeGroup", 1)
         if self.n is not None:
             _check_dimension(self.n, "RotatedConeGroup")
             self.num_cones  # validates divisibility
@@ -206,19 +165,9 @@ class RotatedConeGroup(AbstractGroup):
     @property
     def num_cones(self) -> int:
         """G, the number of cones."""
-        n = self._require_n()
-        if n % self.cone_dim != 0:
-            raise ValueError(
-                f"RotatedConeGroup: the channel count C must be divisible by the cone "
-                f"dimension S = {self.cone_dim}; got C = {n}."
-            )
-        return n // self.cone_dim
+        return cones_in_blocks(self._require_n(), self.cone_dim, "RotatedConeGroup")
 
-    @property
-    def name(self) -> str:
-        g = "G" if self.n is None else str(self.num_cones)
-        body = f"S_{g}×O({self.cone_dim - 1})^{g}"
-        return "R[" + body + ("×(ℝ×₊)^" + g if self.scalings else "") + "]"
+    _cones_label = property(lambda self: cones_label(self, shared_axis=False))
 
     def _rotation(self, dtype):
         q = rotated_cone_basis(self.cone_dim, dtype)
@@ -226,41 +175,17 @@ class RotatedConeGroup(AbstractGroup):
 
     def _sample(self, key, num, dtype):
         g, s = self.num_cones, self.cone_dim
-        kp, ko, ks = jax.random.split(key, 3)
-        perm = random_permutations(kp, num, g)
-        blocks = jnp.zeros((num, g, s, s), dtype)
-        blocks = blocks.at[:, :, 0, 0].set(1)
-        if s > 1:
-            rots = haar_orthogonal(ko, num * g, s - 1, dtype).reshape(num, g, s - 1, s - 1)
-            blocks = blocks.at[:, :, 1:, 1:].set(rots)
-        if self.scalings:
-            blocks = blocks * _log_uniform(ks, (num, g), dtype)[:, :, None, None]
-        # block-permutation matrix: output block i <- input block perm[i]
-        pm = permutation_matrices(perm, dtype)  # (num, g, g)
-        m = jnp.einsum("nij,niab->niajb", pm, blocks).reshape(num, g * s, g * s)
+        blocks = np.arange(g * s).reshape(g, s)
+        m = cone_matrices(key, num, self.n, blocks[:, 0], blocks[:, 1:], self.scalings,
+                          False, dtype)
         q = self._rotation(dtype)
         return linear_element(q @ m @ q.T)
 
     def _contains(self, element, atol):
-        g, s = self.num_cones, self.cone_dim
         q = self._rotation(element.matrix.dtype)
         m = jnp.swapaxes(q, -1, -2) @ element.matrix @ q
-        blocks = m.reshape(*m.shape[:-2], g, s, g, s)
-        ax = blocks[..., :, 0, :, 0]
-        nonzero = jnp.abs(ax) > atol
-        perm_ok = jnp.all(jnp.sum(nonzero, -1) == 1, -1) & jnp.all(jnp.sum(nonzero, -2) == 1, -1)
-        positive = jnp.all(ax >= -atol, axis=(-2, -1))
-        c = jnp.sum(ax, axis=-1)
-        if not self.scalings:
-            positive = positive & jnp.all(jnp.abs(c - 1) <= atol, -1)
-        safe = jnp.where(jnp.abs(c) > atol, c, 1)
-        scaled = m / jnp.repeat(safe, s, axis=-1)[..., :, None]
-        orth = is_orthogonal(scaled, atol * 4)
-        mixed = jnp.abs(blocks[..., :, 0, :, 1:]).max(axis=(-3, -2, -1), initial=0.0) + jnp.abs(
-            blocks[..., :, 1:, :, 0]).max(axis=(-3, -2, -1), initial=0.0)
-        body = jnp.sqrt(jnp.sum(blocks[..., :, 1:, :, 1:] ** 2, axis=(-3, -1)))
-        sparsity = jnp.all(jnp.where(nonzero, True, body <= atol), axis=(-2, -1))
-        return perm_ok & positive & orth & (mixed <= atol) & sparsity & zero_shift(element, atol)
+        return (is_block_cone_matrix(m, self.num_cones, self.cone_dim, self.scalings, atol)
+                & zero_shift(element, atol))
 
 
 # ------------------------------------------------------------------ hierarchy rules

@@ -9,37 +9,36 @@ from typing import ClassVar
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-from jaxtyping import Array, Bool, PRNGKeyArray
+from jaxtyping import Array
 
 from ._base import (
-    AbstractGroup,
+    AbstractCompactGroup,
+    AbstractNoncompactGroup,
     Element,
     haar_orthogonal,
+    helmert_basis,
     is_identity,
     is_orthogonal,
     is_signed_permutation,
     linear_element,
+    log_uniform,
     permutation_matrices,
     random_permutations,
+    random_signs,
+    scalar_part,
     work_dtype,
     zero_shift,
 )
 
 
-class Trivial(AbstractGroup):
+class Trivial(AbstractCompactGroup):
     """The trivial group Iₙ = {identity}."""
 
     n: int | None = eqx.field(static=True, default=None)
     symbol: ClassVar[str] = "I"
+    name_template: ClassVar[str] = "I_{n}"
     finite: ClassVar[bool] = True
-    compact: ClassVar[bool] = True
-    haar: ClassVar[bool] = True
     field: ClassVar[str] = "any"
-    isometric: ClassVar[bool] = True
-
-    @property
-    def name(self) -> str:
-        return f"I_{self._dim_label()}"
 
     def _sample(self, key, num, dtype):
         del key
@@ -49,20 +48,14 @@ class Trivial(AbstractGroup):
         return is_identity(element.matrix, atol) & zero_shift(element, atol)
 
 
-class Permutation(AbstractGroup):
+class Permutation(AbstractCompactGroup):
     """The symmetric group Sₙ of coordinate permutations (exact, uniform sampling)."""
 
     n: int | None = eqx.field(static=True, default=None)
     symbol: ClassVar[str] = "S"
+    name_template: ClassVar[str] = "S_{n}"
     finite: ClassVar[bool] = True
-    compact: ClassVar[bool] = True
-    haar: ClassVar[bool] = True
     field: ClassVar[str] = "any"
-    isometric: ClassVar[bool] = True
-
-    @property
-    def name(self) -> str:
-        return f"S_{self._dim_label()}"
 
     def _sample(self, key, num, dtype):
         return linear_element(permutation_matrices(random_permutations(key, num, self.n), dtype))
@@ -73,54 +66,38 @@ class Permutation(AbstractGroup):
         return is_signed_permutation(m, atol) & nonneg & zero_shift(element, atol)
 
 
-def _random_signs(key: PRNGKeyArray, num: int, n: int, dtype) -> Array:
-    return jnp.where(jax.random.bernoulli(key, 0.5, (num, n)), 1, -1).astype(dtype)
-
-
-class SignedPermutation(AbstractGroup):
+class SignedPermutation(AbstractCompactGroup):
     """The hyperoctahedral group Bₙ = {±1}ⁿ ⋊ Sₙ of signed permutations."""
 
     n: int | None = eqx.field(static=True, default=None)
     symbol: ClassVar[str] = "B"
+    name_template: ClassVar[str] = "B_{n}"
     finite: ClassVar[bool] = True
-    compact: ClassVar[bool] = True
-    haar: ClassVar[bool] = True
     field: ClassVar[str] = "real"
-    isometric: ClassVar[bool] = True
-
-    @property
-    def name(self) -> str:
-        return f"B_{self._dim_label()}"
 
     def _sample(self, key, num, dtype):
         kp, ks = jax.random.split(key)
         p = permutation_matrices(random_permutations(kp, num, self.n), dtype)
-        s = _random_signs(ks, num, self.n, dtype)
+        s = random_signs(ks, num, self.n, dtype)
         return linear_element(s[..., :, None] * p)
 
     def _contains(self, element, atol):
         return is_signed_permutation(element.matrix, atol) & zero_shift(element, atol)
 
 
-class EvenSignedPermutation(AbstractGroup):
+class EvenSignedPermutation(AbstractCompactGroup):
     """Dₙ: signed permutations with an even number of sign flips (index 2 in Bₙ)."""
 
     n: int | None = eqx.field(static=True, default=None)
     symbol: ClassVar[str] = "D"
+    name_template: ClassVar[str] = "D_{n}"
     finite: ClassVar[bool] = True
-    compact: ClassVar[bool] = True
-    haar: ClassVar[bool] = True
     field: ClassVar[str] = "real"
-    isometric: ClassVar[bool] = True
-
-    @property
-    def name(self) -> str:
-        return f"D_{self._dim_label()}"
 
     def _sample(self, key, num, dtype):
         kp, ks = jax.random.split(key)
         p = permutation_matrices(random_permutations(kp, num, self.n), dtype)
-        s = _random_signs(ks, num, self.n, dtype)
+        s = random_signs(ks, num, self.n, dtype)
         # n-1 free uniform signs, the last one fixes the parity: uniform on even sign vectors.
         parity = jnp.prod(s[:, :-1], axis=-1, keepdims=True)
         s = jnp.concatenate([s[:, :-1], parity], axis=-1)
@@ -132,20 +109,14 @@ class EvenSignedPermutation(AbstractGroup):
         return is_signed_permutation(m, atol) & (negatives % 2 == 0) & zero_shift(element, atol)
 
 
-class Orthogonal(AbstractGroup):
+class Orthogonal(AbstractCompactGroup):
     """The orthogonal group O(n), sampled exactly from its Haar measure."""
 
     n: int | None = eqx.field(static=True, default=None)
     symbol: ClassVar[str] = "O"
+    name_template: ClassVar[str] = "O({n})"
     finite: ClassVar[bool] = False
-    compact: ClassVar[bool] = True
-    haar: ClassVar[bool] = True
     field: ClassVar[str] = "real"
-    isometric: ClassVar[bool] = True
-
-    @property
-    def name(self) -> str:
-        return f"O({self._dim_label()})"
 
     def _sample(self, key, num, dtype):
         return linear_element(haar_orthogonal(key, num, self.n, dtype))
@@ -155,20 +126,14 @@ class Orthogonal(AbstractGroup):
 
 
 
-class SpecialOrthogonal(AbstractGroup):
+class SpecialOrthogonal(AbstractCompactGroup):
     """The rotation group SO(n): Haar O(n) with the first column's sign fixed so det = +1."""
 
     n: int | None = eqx.field(static=True, default=None)
     symbol: ClassVar[str] = "SO"
+    name_template: ClassVar[str] = "SO({n})"
     finite: ClassVar[bool] = False
-    compact: ClassVar[bool] = True
-    haar: ClassVar[bool] = True
     field: ClassVar[str] = "real"
-    isometric: ClassVar[bool] = True
-
-    @property
-    def name(self) -> str:
-        return f"SO({self._dim_label()})"
 
     def _sample(self, key, num, dtype):
         q = haar_orthogonal(key, num, self.n, dtype)
@@ -182,7 +147,7 @@ class SpecialOrthogonal(AbstractGroup):
         return is_orthogonal(m, atol) & (jnp.linalg.det(m) > 0) & zero_shift(element, atol)
 
 
-class GeneralLinear(AbstractGroup):
+class GeneralLinear(AbstractNoncompactGroup):
     """The general linear group GL(n).
 
     GL(n) is not compact, so there is no Haar probability measure: `sample` draws
@@ -193,21 +158,13 @@ class GeneralLinear(AbstractGroup):
 
     n: int | None = eqx.field(static=True, default=None)
     symbol: ClassVar[str] = "GL"
-    finite: ClassVar[bool] = False
-    compact: ClassVar[bool] = False
-    haar: ClassVar[bool] = False
-    field: ClassVar[str] = "real"
-    isometric: ClassVar[bool] = False
-
-    @property
-    def name(self) -> str:
-        return f"GL({self._dim_label()})"
+    name_template: ClassVar[str] = "GL({n})"
 
     def _sample(self, key, num, dtype):
         ku, kv, ks = jax.random.split(key, 3)
         u = haar_orthogonal(ku, num, self.n, dtype)
         v = haar_orthogonal(kv, num, self.n, dtype)
-        s = jnp.exp(jax.random.uniform(ks, (num, self.n), dtype, jnp.log(0.5), jnp.log(2.0)))
+        s = log_uniform(ks, (num, self.n), dtype)
         return linear_element((u * s[..., None, :]) @ v)
 
     def _contains(self, element, atol):
@@ -219,17 +176,10 @@ class GeneralLinear(AbstractGroup):
 def ones_complement_basis(n: int, dtype) -> Array:
     """An orthonormal basis (n, n−1) of the hyperplane orthogonal to the all-ones vector
     (the Helmert basis)."""
-    import numpy as np
-
-    h = np.zeros((n, n - 1))
-    for k in range(1, n):
-        h[:k, k - 1] = 1.0
-        h[k, k - 1] = -float(k)
-        h[:, k - 1] /= np.sqrt(k * (k + 1))
-    return jnp.asarray(h, dtype)
+    return jnp.asarray(helmert_basis(n), dtype)
 
 
-class OrthogonalComplement(AbstractGroup):
+class OrthogonalComplement(AbstractCompactGroup):
     """O(n−1) acting on the hyperplane orthogonal to the all-ones vector and fixing 1.
 
     These are the orthogonal matrices $R$ with $R\\mathbf 1 = \\mathbf 1$: the symmetry that
@@ -239,19 +189,13 @@ class OrthogonalComplement(AbstractGroup):
 
     n: int | None = eqx.field(static=True, default=None)
     symbol: ClassVar[str] = "O"
+    name_template: ClassVar[str] = "O({n-1})"
     finite: ClassVar[bool] = False
-    compact: ClassVar[bool] = True
-    haar: ClassVar[bool] = True
     field: ClassVar[str] = "real"
-    isometric: ClassVar[bool] = True
 
     def __check_init__(self):
         if self.n is not None and self.n < 2:
             raise ValueError("OrthogonalComplement needs n >= 2 (O(n-1) with n-1 >= 1).")
-
-    @property
-    def name(self) -> str:
-        return "O(n-1)" if self.n is None else f"O({self.n - 1})"
 
     def _sample(self, key, num, dtype):
         n = self.n
@@ -268,7 +212,7 @@ class OrthogonalComplement(AbstractGroup):
 
 
 
-class Scaling(AbstractGroup):
+class Scaling(AbstractNoncompactGroup):
     """Global scalings $x \\mapsto a x$: ℝ× (`positive=False`) or ℝ×₊ (`positive=True`).
 
     Not compact: `sample` draws $\\log|a|$ uniform on $[\\log\\tfrac14, \\log 4]$ (and a
@@ -278,21 +222,14 @@ class Scaling(AbstractGroup):
     n: int | None = eqx.field(static=True, default=None)
     positive: bool = eqx.field(static=True, default=False)
     symbol: ClassVar[str] = "ℝ×"
-    finite: ClassVar[bool] = False
-    compact: ClassVar[bool] = False
-    haar: ClassVar[bool] = False
-    field: ClassVar[str] = "real"
-    isometric: ClassVar[bool] = False
-
-    @property
-    def name(self) -> str:
-        return "ℝ×₊" if self.positive else "ℝ×"
+    name_template: ClassVar[str] = "{_scalars}"
+    _scalars = property(lambda self: "ℝ×₊" if self.positive else "ℝ×")
 
     def _scale(self, key, num, dtype):
         km, ks = jax.random.split(key)
-        a = jnp.exp(jax.random.uniform(km, (num,), dtype, jnp.log(0.25), jnp.log(4.0)))
+        a = log_uniform(km, (num,), dtype, 0.25, 4.0)
         if not self.positive:
-            a = a * _random_signs(ks, num, 1, dtype)[:, 0]
+            a = a * random_signs(ks, num, 1, dtype)[:, 0]
         return a
 
     def _sample(self, key, num, dtype):
@@ -300,15 +237,12 @@ class Scaling(AbstractGroup):
         return linear_element(a[:, None, None] * jnp.eye(self.n, dtype=dtype))
 
     def _contains(self, element, atol):
-        m = element.matrix
-        a = m[..., 0, 0]
-        scalar = jnp.max(jnp.abs(m - a[..., None, None] * jnp.eye(m.shape[-1], dtype=m.dtype)),
-                         axis=(-2, -1)) <= atol
+        a, scalar = scalar_part(element.matrix, atol)
         sign_ok = (a > atol) if self.positive else (jnp.abs(a) > atol)
         return scalar & sign_ok & zero_shift(element, atol)
 
 
-class Translation(AbstractGroup):
+class Translation(AbstractNoncompactGroup):
     """Translations along the all-ones direction, $x \\mapsto x + \\lambda\\mathbf 1$ (+λ1).
 
     Not compact: `sample` draws $\\lambda \\sim \\mathcal N(0, 1)$.
@@ -316,15 +250,7 @@ class Translation(AbstractGroup):
 
     n: int | None = eqx.field(static=True, default=None)
     symbol: ClassVar[str] = "+λ1"
-    finite: ClassVar[bool] = False
-    compact: ClassVar[bool] = False
-    haar: ClassVar[bool] = False
-    field: ClassVar[str] = "real"
-    isometric: ClassVar[bool] = False
-
-    @property
-    def name(self) -> str:
-        return "+λ1"
+    name_template: ClassVar[str] = "+λ1"
 
     def _sample(self, key, num, dtype):
         lam = jax.random.normal(key, (num, 1), dtype)
@@ -337,7 +263,7 @@ class Translation(AbstractGroup):
         return is_identity(element.matrix, atol) & along_ones
 
 
-class ScaleShift(AbstractGroup):
+class ScaleShift(AbstractNoncompactGroup):
     """The group generated by global scalings and translations along 1:
     $x \\mapsto a x + \\lambda \\mathbf 1$ ("ℝ×, +λ1"; ℝ×₊ when `positive=True`).
 
@@ -348,15 +274,8 @@ class ScaleShift(AbstractGroup):
     n: int | None = eqx.field(static=True, default=None)
     positive: bool = eqx.field(static=True, default=False)
     symbol: ClassVar[str] = "ℝ×,+λ1"
-    finite: ClassVar[bool] = False
-    compact: ClassVar[bool] = False
-    haar: ClassVar[bool] = False
-    field: ClassVar[str] = "real"
-    isometric: ClassVar[bool] = False
-
-    @property
-    def name(self) -> str:
-        return "ℝ×₊,+λ1" if self.positive else "ℝ×,+λ1"
+    name_template: ClassVar[str] = "{_scalars},+λ1"
+    _scalars = property(lambda self: "ℝ×₊" if self.positive else "ℝ×")
 
     def _sample(self, key, num, dtype):
         ka, kl = jax.random.split(key)
@@ -366,10 +285,7 @@ class ScaleShift(AbstractGroup):
         return Element(m, jnp.broadcast_to(lam, (num, self.n)))
 
     def _contains(self, element, atol):
-        m = element.matrix
-        a = m[..., 0, 0]
-        eye = jnp.eye(m.shape[-1], dtype=m.dtype)
-        scalar = jnp.max(jnp.abs(m - a[..., None, None] * eye), axis=(-2, -1)) <= atol
+        a, scalar = scalar_part(element.matrix, atol)
         sign_ok = (a > atol) if self.positive else (jnp.abs(a) > atol)
         s = element.shift
         along = jnp.max(jnp.abs(s - s[..., :1]), axis=-1) <= atol

@@ -7,14 +7,19 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jaxtyping import Array
 
 from ._base import (
+    AbstractCompactGroup,
     AbstractGroup,
+    AbstractNoncompactGroup,
     Element,
     _check_dimension,
     haar_orthogonal,
+    helmert_basis,
     is_orthogonal,
     linear_element,
+    log_uniform,
     permutation_matrices,
     random_permutations,
     work_dtype,
@@ -24,7 +29,7 @@ from ._real import ones_complement_basis
 
 
 # ============================================================== Ψ: finite rotation groups
-class Dihedral(AbstractGroup):
+class Dihedral(AbstractCompactGroup):
     """Ψ = the dihedral group of order 2k acting on ℝ²: the symmetries of the regular
     lattice of `k` unit vectors $\\hat b_j = (\\cos 2\\pi j/k, \\sin 2\\pi j/k)$.
 
@@ -34,21 +39,15 @@ class Dihedral(AbstractGroup):
     n: int | None = eqx.field(static=True, default=None)
     k: int = eqx.field(static=True, default=8)
     symbol: ClassVar[str] = "Ψ"
+    name_template: ClassVar[str] = "Ψ(D_{k})"
     finite: ClassVar[bool] = True
-    compact: ClassVar[bool] = True
-    haar: ClassVar[bool] = True
     field: ClassVar[str] = "real"
-    isometric: ClassVar[bool] = True
 
     def __check_init__(self):
         if isinstance(self.k, bool) or not isinstance(self.k, int) or self.k < 1:
             raise ValueError(f"Dihedral: `k` must be an integer >= 1, got {self.k!r}.")
         if self.n is not None and self.n != 2:
             raise ValueError(f"Dihedral acts on ℝ² only: `n` must be 2, got {self.n!r}.")
-
-    @property
-    def name(self) -> str:
-        return f"Ψ(D_{self.k})"
 
     def lattice(self) -> np.ndarray:
         """The k unit vectors whose symmetry group this is, shape (k, 2)."""
@@ -72,16 +71,11 @@ class Dihedral(AbstractGroup):
 
 def simplex_vertices(n: int) -> np.ndarray:
     """The n+1 unit vertices of a regular simplex centred at the origin of ℝⁿ, (n+1, n)."""
-    h = np.zeros((n + 1, n))
-    for k in range(1, n + 1):
-        h[:k, k - 1] = 1.0
-        h[k, k - 1] = -float(k)
-        h[:, k - 1] /= np.sqrt(k * (k + 1))
-    v = h / np.linalg.norm(h, axis=1, keepdims=True)
-    return v
+    h = helmert_basis(n + 1)
+    return h / np.linalg.norm(h, axis=1, keepdims=True)
 
 
-class Simplex(AbstractGroup):
+class Simplex(AbstractCompactGroup):
     """Ψ = the symmetry group of the regular simplex in ℝⁿ: S_{n+1} acting through its
     standard n-dimensional representation $\\rho(P) = H^T P H$ ($H$ the Helmert basis of
     $\\mathbf 1^\\perp \\subset ℝ^{n+1}$). It permutes the n+1 simplex directions
@@ -91,15 +85,9 @@ class Simplex(AbstractGroup):
 
     n: int | None = eqx.field(static=True, default=None)
     symbol: ClassVar[str] = "Ψ"
+    name_template: ClassVar[str] = "Ψ(A_{n})"
     finite: ClassVar[bool] = True
-    compact: ClassVar[bool] = True
-    haar: ClassVar[bool] = True
     field: ClassVar[str] = "real"
-    isometric: ClassVar[bool] = True
-
-    @property
-    def name(self) -> str:
-        return f"Ψ(A_{self._dim_label()})"
 
     def lattice(self) -> np.ndarray:
         """The n+1 unit vectors permuted by the group, shape (n+1, n)."""
@@ -136,6 +124,7 @@ class BlockDiagonal(AbstractGroup):
 
     factors: tuple[AbstractGroup, ...]
     symbol: ClassVar[str] = "⊕"
+    name_template: ClassVar[str] = "{_factor_names}"
     finite: ClassVar[bool] = False
     compact: ClassVar[bool] = False
     haar: ClassVar[bool] = False
@@ -162,9 +151,7 @@ class BlockDiagonal(AbstractGroup):
             raise ValueError(f"{self.name} acts on dimension {self.n}; cannot bind n={n}.")
         return self
 
-    @property
-    def name(self) -> str:
-        return " ⊕ ".join(f.name for f in self.factors)
+    _factor_names = property(lambda self: " ⊕ ".join(f.name for f in self.factors))
 
     def _sample(self, key, num, dtype):
         keys = jax.random.split(key, len(self.factors))
@@ -206,6 +193,7 @@ class Product(AbstractGroup):
     factors: tuple[AbstractGroup, ...]
     n: int | None = eqx.field(static=True)
     symbol: ClassVar[str] = "×"
+    name_template: ClassVar[str] = "{_factor_names}"
     finite: ClassVar[bool] = False
     compact: ClassVar[bool] = False
     haar: ClassVar[bool] = False
@@ -227,7 +215,7 @@ class Product(AbstractGroup):
         return Product(*self.factors, n=n)
 
     @property
-    def name(self) -> str:
+    def _factor_names(self) -> str:
         shown = [f.name for f in self.factors if type(f).__name__ != "Trivial"]
         return " × ".join(shown) if shown else self.factors[0].name
 
@@ -247,7 +235,87 @@ class Product(AbstractGroup):
 
 
 # ============================================================== CoLU cone group
-class ConeGroup(AbstractGroup):
+def check_cone_dim(s, who: str, minimum: int) -> None:
+    if isinstance(s, bool) or not isinstance(s, int) or s < minimum:
+        raise ValueError(f"{who}: `cone_dim` (S) must be an integer >= {minimum}, got {s!r}.")
+
+
+def cones_in_blocks(n: int, s: int, who: str) -> int:
+    """G = C/S for C channels in contiguous cones of S (a `ValueError` unless S divides C)."""
+    if n % s != 0:
+        raise ValueError(
+            f"{who}: the channel count C must be divisible by the cone dimension "
+            f"S = {s}; got C = {n}."
+        )
+    return n // s
+
+
+def cones_label(group, shared_axis: bool) -> str:
+    """The name of a cone group (G, or its value when bound): S_G×O(S−1)^G, then ×ℝ×₊ (a
+    shared axis) or ×(ℝ×₊)^G (one scaling per cone) when it has scalings."""
+    g = "G" if group.n is None else str(group.num_cones)
+    label = f"S_{g}×O({group.cone_dim - 1})^{g}"
+    if not group.scalings:
+        return label
+    return label + ("×ℝ×₊" if shared_axis else "×(ℝ×₊)^" + g)
+
+
+def cone_matrices(key, num: int, n: int, axes: np.ndarray, bodies: np.ndarray,
+                  scalings: bool, shared_axis: bool, dtype) -> Array:
+    """`num` cone-group matrices on ℝⁿ whose G cones have their axis coordinates at `axes`
+    (G,) and body coordinates at `bodies` (G, S−1): output cone i is input cone π(i) with
+    its axis scaled by $c_i$ and its body mapped by $c_i R_i$, where π is a uniform
+    permutation, $R_i$ Haar on O(S−1) and the $c_i > 0$ log-uniform on [½, 2] (one common
+    $c$ with a shared axis, all 1 without scalings)."""
+    g, s = bodies.shape[0], bodies.shape[1] + 1
+    kp, ko, ks = jax.random.split(key, 3)
+    perm = random_permutations(kp, num, g)  # cone i of output <- cone perm[i] of input
+    if s > 1:
+        rots = haar_orthogonal(ko, num * g, s - 1, dtype).reshape(num, g, s - 1, s - 1)
+    else:
+        rots = jnp.zeros((num, g, 0, 0), dtype)
+    if scalings:
+        scale = log_uniform(ks, (num, 1) if shared_axis else (num, g), dtype)
+        scale = jnp.broadcast_to(scale, (num, g))
+    else:
+        scale = jnp.ones((num, g), dtype)
+    m = jnp.zeros((num, n, n), dtype)
+    bi = jnp.asarray(bodies)
+    ai = jnp.asarray(axes)
+    rows_b = bi[None, :, :, None]  # (1,g,s-1,1)
+    cols_b = bi[perm][:, :, None, :]  # (num,g,1,s-1)
+    nidx = jnp.arange(num)[:, None, None, None]
+    m = m.at[nidx, rows_b, cols_b].set(rots * scale[:, :, None, None])
+    if shared_axis:
+        return m.at[:, 0, 0].set(scale[:, 0])
+    return m.at[jnp.arange(num)[:, None], ai[None, :], ai[perm]].set(scale)
+
+
+def is_block_cone_matrix(m: Array, g: int, s: int, scalings: bool, atol: float) -> Array:
+    """Whether each matrix, with its coordinates ordered cone by cone (axis first), is in
+    the cone group without a shared axis: a block permutation whose blocks are
+    $c\\,\\mathrm{diag}(1, R)$ with $R$ orthogonal and $c > 0$ ($c = 1$ without scalings)."""
+    blocks = m.reshape(*m.shape[:-2], g, s, g, s)
+    ax = blocks[..., :, 0, :, 0]  # (..., g, g)
+    nonzero = jnp.abs(ax) > atol
+    perm_ok = jnp.all(jnp.sum(nonzero, -1) == 1, -1) & jnp.all(jnp.sum(nonzero, -2) == 1, -1)
+    positive = jnp.all(ax >= -atol, axis=(-2, -1))
+    c = jnp.sum(ax, axis=-1)  # per output cone scaling
+    if not scalings:
+        positive = positive & jnp.all(jnp.abs(c - 1) <= atol, -1)
+    # rescale each output cone's row block by 1/c: then the matrix must be orthogonal
+    scaled = m / jnp.repeat(jnp.where(jnp.abs(c) > atol, c, 1), s, axis=-1)[..., :, None]
+    orth = is_orthogonal(scaled, atol * 4)
+    # axis rows/cols must not mix with bodies
+    mixed = jnp.abs(blocks[..., :, 0, :, 1:]).max(axis=(-3, -2, -1), initial=0.0) + jnp.abs(
+        blocks[..., :, 1:, :, 0]).max(axis=(-3, -2, -1), initial=0.0)
+    # block sparsity: body blocks nonzero exactly where the axis entry is nonzero
+    body_norm = jnp.sqrt(jnp.sum(blocks[..., :, 1:, :, 1:] ** 2, axis=(-3, -1)))
+    sparsity = jnp.all(jnp.where(nonzero, True, body_norm <= atol), axis=(-2, -1))
+    return perm_ok & positive & orth & (mixed <= atol) & sparsity
+
+
+class ConeGroup(AbstractNoncompactGroup):
     """The symmetry group of multi-head CoLU (Fu & Cohen, Theorem 4.7).
 
     Channels are split into G cones of dimension S (C = G·S), each cone an axis coordinate
@@ -278,16 +346,10 @@ class ConeGroup(AbstractGroup):
     shared_axis: bool = eqx.field(static=True, default=False)
     layout: str = eqx.field(static=True, default="block")
     symbol: ClassVar[str] = "Cone"
-    finite: ClassVar[bool] = False
-    compact: ClassVar[bool] = False
-    haar: ClassVar[bool] = False
-    field: ClassVar[str] = "real"
-    isometric: ClassVar[bool] = False
+    name_template: ClassVar[str] = "{_cones_label}"
 
     def __check_init__(self):
-        s = self.cone_dim
-        if isinstance(s, bool) or not isinstance(s, int) or s < 2:
-            raise ValueError(f"ConeGroup: `cone_dim` (S) must be an integer >= 2, got {s!r}.")
+        check_cone_dim(self.cone_dim, "ConeGroup", 2)
         if self.layout not in ("block", "axes_first"):
             raise ValueError(
                 f"ConeGroup: `layout` must be 'block' or 'axes_first', got {self.layout!r}."
@@ -307,20 +369,9 @@ class ConeGroup(AbstractGroup):
                     f"S - 1 = {s - 1}; got C = {n}."
                 )
             return (n - 1) // (s - 1)
-        if n % s != 0:
-            raise ValueError(
-                f"ConeGroup: the channel count C must be divisible by the cone dimension "
-                f"S = {s}; got C = {n}."
-            )
-        return n // s
+        return cones_in_blocks(n, s, "ConeGroup")
 
-    @property
-    def name(self) -> str:
-        g = "G" if self.n is None else str(self.num_cones)
-        body = f"O({self.cone_dim - 1})^{g}"
-        if self.shared_axis:
-            return f"S_{g}×{body}" + ("×ℝ×₊" if self.scalings else "")
-        return f"S_{g}×{body}" + ("×(ℝ×₊)^" + g if self.scalings else "")
+    _cones_label = property(lambda self: cones_label(self, self.shared_axis))
 
     # index bookkeeping: positions of axis and body coordinates of each cone
     def _indices(self) -> tuple[np.ndarray, np.ndarray]:
@@ -337,41 +388,16 @@ class ConeGroup(AbstractGroup):
         return axes, bodies
 
     def _sample(self, key, num, dtype):
-        g, s = self.num_cones, self.cone_dim
-        kp, ko, ks = jax.random.split(key, 3)
         axes, bodies = self._indices()
-        perm = random_permutations(kp, num, g)  # cone i of output <- cone perm[i] of input
-        rots = haar_orthogonal(ko, num * g, s - 1, dtype).reshape(num, g, s - 1, s - 1)
-        if self.scalings:
-            shape = (num, 1) if self.shared_axis else (num, g)
-            scale = jnp.exp(jax.random.uniform(ks, shape, dtype, jnp.log(0.5), jnp.log(2.0)))
-            scale = jnp.broadcast_to(scale, (num, g))
-        else:
-            scale = jnp.ones((num, g), dtype)
-        m = jnp.zeros((num, self.n, self.n), dtype)
-        bi = jnp.asarray(bodies)
-        ai = jnp.asarray(axes)
-        rows_b = bi[None, :, :, None]  # (1,g,s-1,1)
-        cols_b = bi[perm][:, :, None, :]  # (num,g,1,s-1)
-        nidx = jnp.arange(num)[:, None, None, None]
-        m = m.at[nidx, rows_b, cols_b].set(rots * scale[:, :, None, None])
-        if self.shared_axis:
-            m = m.at[:, 0, 0].set(scale[:, 0])
-        else:
-            m = m.at[jnp.arange(num)[:, None], ai[None, :], ai[perm]].set(scale)
-        return linear_element(m)
+        return linear_element(cone_matrices(key, num, self.n, axes, bodies, self.scalings,
+                                            self.shared_axis, dtype))
 
     def _contains(self, element, atol):
         m = element.matrix
         g, s = self.num_cones, self.cone_dim
         axes, bodies = self._indices()
-        # Block structure: the submatrix between cone blocks must be a (scaled) block
-        # permutation whose blocks are diag(c, c·R) with R orthogonal, c > 0.
-        def cone_block(i, j):
-            ai, aj = axes[i], axes[j]
-            bi, bj = bodies[i], bodies[j]
-            return m[..., ai, aj], m[..., bi[:, None], bj[None, :]]
-
+        # The matrix between cones must be a (scaled) block permutation whose blocks are
+        # diag(c, c·R) with R orthogonal, c > 0.
         if self.shared_axis:
             c = m[..., 0, 0]
             ok = c > atol
@@ -394,24 +420,7 @@ class ConeGroup(AbstractGroup):
 
         order = np.concatenate([np.concatenate([[axes[i]], bodies[i]]) for i in range(g)])
         sub = m[..., order[:, None], order[None, :]]
-        blocks = sub.reshape(*sub.shape[:-2], g, s, g, s)
-        ax = blocks[..., :, 0, :, 0]  # (..., g, g)
-        nonzero = jnp.abs(ax) > atol
-        perm_ok = jnp.all(jnp.sum(nonzero, -1) == 1, -1) & jnp.all(jnp.sum(nonzero, -2) == 1, -1)
-        positive = jnp.all(ax >= -atol, axis=(-2, -1))
-        c = jnp.sum(ax, axis=-1)  # per output cone scaling
-        if not self.scalings:
-            positive = positive & jnp.all(jnp.abs(c - 1) <= atol, -1)
-        # Rescale each output cone's row block by 1/c and check it is a signed... orthogonal
-        scaled = sub / jnp.repeat(jnp.where(jnp.abs(c) > atol, c, 1), s, axis=-1)[..., :, None]
-        orth = is_orthogonal(scaled, atol * 4)
-        # axis rows/cols must not mix with bodies
-        mixed = jnp.abs(blocks[..., :, 0, :, 1:]).max(axis=(-3, -2, -1)) + jnp.abs(
-            blocks[..., :, 1:, :, 0]).max(axis=(-3, -2, -1))
-        # block sparsity: body blocks nonzero exactly where the axis entry is nonzero
-        body_norm = jnp.sqrt(jnp.sum(blocks[..., :, 1:, :, 1:] ** 2, axis=(-3, -1)))
-        sparsity = jnp.all(jnp.where(nonzero, True, body_norm <= atol), axis=(-2, -1))
-        return perm_ok & positive & orth & (mixed <= atol) & sparsity & zero_shift(element, atol)
+        return is_block_cone_matrix(sub, g, s, self.scalings, atol) & zero_shift(element, atol)
 
 
 # ============================================================== Lorentz group
@@ -420,7 +429,7 @@ def minkowski_metric(n: int, dtype=jnp.float32):
     return jnp.diag(jnp.concatenate([jnp.ones(1, dtype), -jnp.ones(n - 1, dtype)]))
 
 
-class Lorentz(AbstractGroup):
+class Lorentz(AbstractNoncompactGroup):
     """The Lorentz group O(1, n−1): matrices Λ with $Λ^T η Λ = η$, η = diag(1, −1, …, −1).
 
     Not compact: `sample` draws Λ = R₁ B(ζ) R₂ where R₁, R₂ are block-diag(±1, Haar
@@ -431,19 +440,11 @@ class Lorentz(AbstractGroup):
     n: int | None = eqx.field(static=True, default=None)
     max_rapidity: float = eqx.field(static=True, default=1.0)
     symbol: ClassVar[str] = "O(1,n-1)"
-    finite: ClassVar[bool] = False
-    compact: ClassVar[bool] = False
-    haar: ClassVar[bool] = False
-    field: ClassVar[str] = "real"
-    isometric: ClassVar[bool] = False
+    name_template: ClassVar[str] = "O(1,{n-1})"
 
     def __check_init__(self):
         if self.n is not None and self.n < 2:
             raise ValueError("Lorentz needs n >= 2 (one time and >= 1 space coordinate).")
-
-    @property
-    def name(self) -> str:
-        return "O(1,n-1)" if self.n is None else f"O(1,{self.n - 1})"
 
     def _spatial(self, key, num, dtype):
         n = self.n
