@@ -36,16 +36,7 @@ from ...taxonomy import (
     transport,
 )
 from . import _functional as F
-from ._isotropic import _check_input, _check_n
-from ._stateful import _check_eps
-
-
-def _check_channels(x, n: int, who: str):
-    if not hasattr(x, "shape") or x.ndim < 1 or x.shape[-1] != n:
-        raise ValueError(f"{who} expects an input of shape (*spatial, {n}) with channels "
-                         f"last, got {getattr(x, 'shape', None)}.")
-    if not jnp.issubdtype(x.dtype, jnp.floating):
-        raise TypeError(f"{who}: `x` must be a real floating array, got dtype {x.dtype}.")
+from ._checks import check_channels, check_eps, check_input, check_n
 
 
 # ================================================================================ RMSNorm
@@ -71,8 +62,8 @@ class RMSNorm(AbstractNormaliser):
     eps: float = eqx.field(static=True)
 
     def __init__(self, n: int, eps: float = 0.0, *, dtype=jnp.float32):
-        self.n = _check_n(n, "RMSNorm")
-        self.eps = _check_eps(eps, "RMSNorm")
+        self.n = check_n(n, "RMSNorm")
+        self.eps = check_eps(eps, "RMSNorm")
         self.gamma = jnp.ones((n,), dtype)
 
     @property
@@ -89,7 +80,7 @@ class RMSNorm(AbstractNormaliser):
     @named_scope("taxdl.RMSNorm")
     def __call__(self, x: Float[Array, " n"], *, key=None) -> Float[Array, " n"]:
         del key
-        _check_input(x, self.n, "RMSNorm")
+        check_input(x, self.n, "RMSNorm")
         return F.rms_norm(x, self.gamma.astype(x.dtype), self.eps).astype(x.dtype)
 
 
@@ -179,10 +170,10 @@ class GroupNorm(AbstractNormaliser):
     eps: float = eqx.field(static=True)
 
     def __init__(self, n: int, groups: int, eps: float = 0.0, *, dtype=jnp.float32):
-        self.n = _check_n(n, "GroupNorm")
+        self.n = check_n(n, "GroupNorm")
         F._check_groups(n, groups)
         self.groups = groups
-        self.eps = _check_eps(eps, "GroupNorm")
+        self.eps = check_eps(eps, "GroupNorm")
         self.gamma = jnp.ones((n,), dtype)
         self.beta = jnp.zeros((n,), dtype)
 
@@ -193,7 +184,7 @@ class GroupNorm(AbstractNormaliser):
     @named_scope("taxdl.GroupNorm")
     def __call__(self, x: Float[Array, "*s n"], *, key=None) -> Float[Array, "*s n"]:
         del key
-        _check_channels(x, self.n, "GroupNorm")
+        check_channels(x, self.n, "GroupNorm")
         d = x.dtype
         return F.group_norm(x, self.gamma.astype(d), self.beta.astype(d), self.groups,
                             self.eps).astype(d)
@@ -222,8 +213,8 @@ class InstanceNorm(AbstractNormaliser):
     eps: float = eqx.field(static=True)
 
     def __init__(self, n: int, eps: float = 0.0, *, dtype=jnp.float32):
-        self.n = _check_n(n, "InstanceNorm")
-        self.eps = _check_eps(eps, "InstanceNorm")
+        self.n = check_n(n, "InstanceNorm")
+        self.eps = check_eps(eps, "InstanceNorm")
         self.gamma = jnp.ones((n,), dtype)
         self.beta = jnp.zeros((n,), dtype)
 
@@ -234,7 +225,7 @@ class InstanceNorm(AbstractNormaliser):
     @named_scope("taxdl.InstanceNorm")
     def __call__(self, x: Float[Array, "*s n"], *, key=None) -> Float[Array, "*s n"]:
         del key
-        _check_channels(x, self.n, "InstanceNorm")
+        check_channels(x, self.n, "InstanceNorm")
         d = x.dtype
         return F.instance_norm(x, self.gamma.astype(d), self.beta.astype(d),
                                self.eps).astype(d)

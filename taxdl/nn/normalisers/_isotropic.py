@@ -26,21 +26,7 @@ from ...taxonomy import (
 )
 from ..initialisers._functional import haar_orthogonal
 from . import _functional as F
-
-
-def _check_n(n, who: str, minimum: int = 1) -> int:
-    if isinstance(n, bool) or not isinstance(n, int) or n < minimum:
-        raise ValueError(f"{who}: `n` must be an integer >= {minimum}, got {n!r}.")
-    return n
-
-
-def _check_input(x, n: int, who: str):
-    if not isinstance(x, jax.Array) or x.shape != (n,):
-        shape = getattr(x, "shape", None)
-        raise ValueError(f"{who} expects one unbatched input of shape ({n},), got {shape}; "
-                         "use jax.vmap for batches.")
-    if not jnp.issubdtype(x.dtype, jnp.floating):
-        raise TypeError(f"{who}: `x` must be a real floating array, got dtype {x.dtype}.")
+from ._checks import check_input, check_n
 
 
 @register(family="normaliser", name="SimpleIsotropicLayerNorm", formula="γ x̂ + β⃗",
@@ -76,14 +62,14 @@ class SimpleIsotropicLayerNorm(AbstractNormaliser):
     )
 
     def __init__(self, n: int, *, dtype=jnp.float32):
-        self.n = _check_n(n, "SimpleIsotropicLayerNorm")
+        self.n = check_n(n, "SimpleIsotropicLayerNorm")
         self.gamma = jnp.ones((), dtype)
         self.beta = jnp.zeros((n,), dtype)
 
     @named_scope("taxdl.SimpleIsotropicLayerNorm")
     def __call__(self, x: Float[Array, " n"], *, key=None) -> Float[Array, " n"]:
         del key
-        _check_input(x, self.n, "SimpleIsotropicLayerNorm")
+        check_input(x, self.n, "SimpleIsotropicLayerNorm")
         return F.simple_isotropic_layer_norm(x, self.gamma.astype(x.dtype),
                                              self.beta.astype(x.dtype))
 
@@ -172,7 +158,7 @@ class IsotropicLayerNorm(AbstractNormaliser):
 
     def __init__(self, n: int, bottleneck: int | None = None, normalisation: str = "unit",
                  *, key: PRNGKeyArray, dtype=jnp.float32):
-        self.n = _check_n(n, "IsotropicLayerNorm", 2)
+        self.n = check_n(n, "IsotropicLayerNorm", 2)
         k = max(n - 2, 1) if bottleneck is None else bottleneck
         if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= n:
             raise ValueError(f"IsotropicLayerNorm: `bottleneck` must be an integer in "
@@ -192,7 +178,7 @@ class IsotropicLayerNorm(AbstractNormaliser):
     @named_scope("taxdl.IsotropicLayerNorm")
     def __call__(self, x: Float[Array, " n"], *, key=None) -> Float[Array, " n"]:
         del key
-        _check_input(x, self.n, "IsotropicLayerNorm")
+        check_input(x, self.n, "IsotropicLayerNorm")
         d = x.dtype
         return F.isotropic_layer_norm(x, self.w_in.astype(d), self.w_out.astype(d),
                                       self.bias.astype(d), self.normalisation)

@@ -1,14 +1,12 @@
 """LayerNorm audits (isotropic paper eq 43 and Table 5.2)."""
 
-import math
-
-import jax
 import jax.numpy as jnp
 import equinox as eqx
 from jax import named_scope
 from jaxtyping import Array, Float
 
 from ...groups import OrthogonalComplement, Permutation, ScaleShift, Translation
+from ._checks import check_eps, check_input, check_n
 from ._functional import layer_norm
 from ...taxonomy import (
     AbstractNormaliser,
@@ -69,16 +67,13 @@ class LayerNorm(AbstractNormaliser):
     eps: float = eqx.field(static=True)
 
     def __init__(self, n: int, affine: str = "vector", eps: float = 0.0, *, dtype=jnp.float32):
-        if isinstance(n, bool) or not isinstance(n, int) or n < 2:
-            raise ValueError(f"LayerNorm: `n` must be an integer >= 2, got {n!r}.")
+        self.n = check_n(n, "LayerNorm", 2)
         if affine not in ("vector", "scalar"):
             raise ValueError(f"LayerNorm: `affine` must be 'vector' or 'scalar', got {affine!r}.")
-        if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not 0 <= eps < math.inf:
-            raise ValueError(f"LayerNorm: `eps` must be finite and >= 0, got {eps!r}.")
+        self.affine, self.eps = affine, check_eps(eps, "LayerNorm")
         shape = (n,) if affine == "vector" else ()
         self.gamma = jnp.ones(shape, dtype)
         self.beta = jnp.zeros(shape, dtype)
-        self.n, self.affine, self.eps = n, affine, float(eps)
 
     @property
     def taxonomy(self) -> Taxonomy:
@@ -87,8 +82,7 @@ class LayerNorm(AbstractNormaliser):
     @named_scope("taxdl.LayerNorm")
     def __call__(self, x: Float[Array, " n"], *, key=None) -> Float[Array, " n"]:
         del key
-        if x.shape != (self.n,):
-            raise ValueError(f"LayerNorm expects shape ({self.n},), got {x.shape}.")
+        check_input(x, self.n, "LayerNorm")
         return layer_norm(x, self.gamma.astype(x.dtype), self.beta.astype(x.dtype),
                           self.eps).astype(x.dtype)
 

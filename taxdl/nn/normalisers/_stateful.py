@@ -40,21 +40,7 @@ from ...taxonomy import (
 )
 from .._numerics import safe_norm
 from . import _functional as F
-from ._isotropic import _check_input, _check_n
-
-
-def _check_momentum(momentum, who: str) -> float:
-    if isinstance(momentum, bool) or not isinstance(momentum, (int, float)) or not (
-            0 <= momentum < 1):
-        raise ValueError(f"{who}: `momentum` must be a number in [0, 1), got {momentum!r}.")
-    return float(momentum)
-
-
-def _check_eps(eps, who: str) -> float:
-    if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not (
-            eps >= 0 and eps < float("inf")):
-        raise ValueError(f"{who}: `eps` must be a finite number >= 0, got {eps!r}.")
-    return float(eps)
+from ._checks import check_eps, check_input, check_momentum, check_n
 
 
 def _unbound(who: str, axis_name) -> str:
@@ -85,6 +71,42 @@ def _batch_centre(x, axis_name, reduce):
     cu = jnp.where(noise, 0, cu)
     k = jnp.where(noise | (k <= 0), 1, k)
     return mean_u * big, cu / k, k * big
+
+
+def _batch_statistics(x, axis_name, who: str, per_coordinate: bool):
+    """The batch mean over the named `vmap` axis and the batch RMS of $x - μ_B$: one
+    magnitude $\\sqrt{\\mathbb E_B\\|x - μ_B\\|^2}$, or one standard deviation per
+    coordinate (`per_coordinate`). Zero (not NaN) for a batch without spread."""
+    reduce = (lambda a: a) if per_coordinate else jnp.max
+    try:
+        mean, c, m = _batch_centre(x, axis_name, reduce)
+        s = jax.lax.pmean(c * c if per_coordinate else jnp.sum(c * c), axis_name)
+    except NameError as err:
+        raise NameError(_unbound(who, axis_name)) from err
+    ok = s > 0
+    return mean, jnp.where(ok, jnp.sqrt(jnp.where(ok, s, 1)), 0) * m
+
+
+def _ema(hidden, value, momentum):
+    """One exponential-moving-average step $ρ h + (1 - ρ) v$, no gradient through $v$."""
+    return momentum * hidden + (1 - momentum) * jax.lax.stop_gradient(value).astype(hidden.dtype)
+
+
+def _record(state, index, momentum, mean, scale):
+    """The state after one training step: the running (count, mean, scale) moved by an
+    EMA step towards the batch statistics."""
+    count, h_mean, h_scale = state.get(index)
+    return state.set(index, (count + 1, _ema(h_mean, mean, momentum),
+                             _ema(h_scale, scale, momentum)))
+
+
+def _running(stored, momentum, fresh_scale):
+    """The debiased running (mean, scale) from the stored (count, mean, scale); before any
+    training step, 0 and `fresh_scale`."""
+    count, mean, scale = stored
+    fresh = count == 0
+    return (jnp.where(fresh, 0, _debias(mean, count, momentum)),
+            jnp.where(fresh, fresh_scale, _debias(scale, count, momentum)))
 
 
 def _gaussian_batch(key, batch_shape, n: int, dtype) -> Array:
@@ -155,9 +177,9 @@ class ChiNorm(AbstractNormaliser, eqx.nn.StatefulLayer):
 
     def __init__(self, n: int, axis_name: Hashable = "batch", eps: float = 1e-5,
                  momentum: float = 0.99, inference: bool = False, *, dtype=jnp.float32):
-        self.n = _check_n(n, "ChiNorm")
-        self.eps = _check_eps(eps, "ChiNorm")
-        self.momentum = _check_momentum(momentum, "ChiNorm")
+        self.n = check_n(n, "ChiNorm")
+        self.eps = check_eps(eps, "ChiNorm")
+        self.momentum = check_momentum(momentum, "ChiNorm")
         self.axis_name, self.inference = axis_name, inference
         self.gamma = jnp.ones((), dtype)
         self.beta = jnp.zeros((n,), dtype)
@@ -167,11 +189,8 @@ class ChiNorm(AbstractNormaliser, eqx.nn.StatefulLayer):
     def statistics(self, state: eqx.nn.State) -> tuple[Array, Array]:
         """The running (debiased) batch mean and RMS magnitude used in inference; before
         any training step, those of standard Gaussian data (0 and √n)."""
-        count, mean, rms = state.get(self.state_index)
-        fresh = count == 0
-        return (jnp.where(fresh, 0, _debias(mean, count, self.momentum)),
-                jnp.where(fresh, jnp.sqrt(jnp.asarray(self.n, rms.dtype)),
-                          _debias(rms, count, self.momentum)))
+        stored = state.get(self.state_index)
+        return _running(stored, self.momentum, jnp.sqrt(jnp.asarray(self.n, stored[2].dtype)))
 
     @named_scope("taxdl.ChiNorm")
     def __call__(self, x: Float[Array, " n"], state: eqx.nn.State, *, key=None,
@@ -179,26 +198,14 @@ class ChiNorm(AbstractNormaliser, eqx.nn.StatefulLayer):
         """**Arguments:** one example `x` of shape `(n,)`, the `state`; `inference`
         overrides `self.inference`. **Returns:** `(y, new_state)`."""
         del key
-        _check_input(x, self.n, "ChiNorm")
+        check_input(x, self.n, "ChiNorm")
         inference = self.inference if inference is None else inference
         d = x.dtype
         if inference:
-            mean, rms = self.statistics(state)
-            mean, rms = mean.astype(d), rms.astype(d)
+            mean, rms = (a.astype(d) for a in self.statistics(state))
         else:
-            try:
-                mean, c, m = _batch_centre(x, self.axis_name, jnp.max)
-                s = jax.lax.pmean(jnp.sum(c * c), self.axis_name)
-            except NameError as err:
-                raise NameError(_unbound("ChiNorm", self.axis_name)) from err
-            ok = s > 0
-            rms = jnp.where(ok, jnp.sqrt(jnp.where(ok, s, 1)), 0) * m
-            count, h_mean, h_rms = state.get(self.state_index)
-            rho = self.momentum
-            new = (count + 1,
-                   rho * h_mean + (1 - rho) * jax.lax.stop_gradient(mean).astype(h_mean.dtype),
-                   rho * h_rms + (1 - rho) * jax.lax.stop_gradient(rms).astype(h_rms.dtype))
-            state = state.set(self.state_index, new)
+            mean, rms = _batch_statistics(x, self.axis_name, "ChiNorm", per_coordinate=False)
+            state = _record(state, self.state_index, self.momentum, mean, rms)
         y = F.chi_apply(x, mean, rms, self.gamma.astype(d), self.beta.astype(d), self.eps)
         return y.astype(d), state
 
@@ -241,9 +248,9 @@ class BatchNorm(AbstractNormaliser, eqx.nn.StatefulLayer):
 
     def __init__(self, n: int, axis_name: Hashable = "batch", eps: float = 1e-5,
                  momentum: float = 0.99, inference: bool = False, *, dtype=jnp.float32):
-        self.n = _check_n(n, "BatchNorm")
-        self.eps = _check_eps(eps, "BatchNorm")
-        self.momentum = _check_momentum(momentum, "BatchNorm")
+        self.n = check_n(n, "BatchNorm")
+        self.eps = check_eps(eps, "BatchNorm")
+        self.momentum = check_momentum(momentum, "BatchNorm")
         self.axis_name, self.inference = axis_name, inference
         self.gamma = jnp.ones((n,), dtype)
         self.beta = jnp.zeros((n,), dtype)
@@ -253,10 +260,7 @@ class BatchNorm(AbstractNormaliser, eqx.nn.StatefulLayer):
     def statistics(self, state: eqx.nn.State) -> tuple[Array, Array]:
         """Running (debiased) per-coordinate mean and standard deviation (0 and 1 before
         any training step)."""
-        count, mean, std = state.get(self.state_index)
-        fresh = count == 0
-        return (jnp.where(fresh, 0, _debias(mean, count, self.momentum)),
-                jnp.where(fresh, 1, _debias(std, count, self.momentum)))
+        return _running(state.get(self.state_index), self.momentum, 1)
 
     @named_scope("taxdl.BatchNorm")
     def __call__(self, x: Float[Array, " n"], state: eqx.nn.State, *, key=None,
@@ -264,25 +268,14 @@ class BatchNorm(AbstractNormaliser, eqx.nn.StatefulLayer):
         """**Arguments:** one example `x` of shape `(n,)`, the `state`; `inference`
         overrides `self.inference`. **Returns:** `(y, new_state)`."""
         del key
-        _check_input(x, self.n, "BatchNorm")
+        check_input(x, self.n, "BatchNorm")
         inference = self.inference if inference is None else inference
         d = x.dtype
         if inference:
             mean, std = (a.astype(d) for a in self.statistics(state))
         else:
-            try:
-                mean, c, m = _batch_centre(x, self.axis_name, lambda a: a)
-                s = jax.lax.pmean(c * c, self.axis_name)
-            except NameError as err:
-                raise NameError(_unbound("BatchNorm", self.axis_name)) from err
-            ok = s > 0
-            std = jnp.where(ok, jnp.sqrt(jnp.where(ok, s, 1)), 0) * m
-            count, h_mean, h_std = state.get(self.state_index)
-            rho = self.momentum
-            new = (count + 1,
-                   rho * h_mean + (1 - rho) * jax.lax.stop_gradient(mean).astype(h_mean.dtype),
-                   rho * h_std + (1 - rho) * jax.lax.stop_gradient(std).astype(h_std.dtype))
-            state = state.set(self.state_index, new)
+            mean, std = _batch_statistics(x, self.axis_name, "BatchNorm", per_coordinate=True)
+            state = _record(state, self.state_index, self.momentum, mean, std)
         y = _bn_apply(x, mean, std, self.gamma.astype(d), self.beta.astype(d), self.eps)
         return y.astype(d), state
 
@@ -340,9 +333,9 @@ class MagnitudeEMANorm(AbstractNormaliser, eqx.nn.StatefulLayer):
 
     def __init__(self, n: int, axis_name: Hashable | None = "batch", eps: float = 1e-5,
                  momentum: float = 0.99, inference: bool = False, *, dtype=jnp.float32):
-        self.n = _check_n(n, "MagnitudeEMANorm")
-        self.eps = _check_eps(eps, "MagnitudeEMANorm")
-        self.momentum = _check_momentum(momentum, "MagnitudeEMANorm")
+        self.n = check_n(n, "MagnitudeEMANorm")
+        self.eps = check_eps(eps, "MagnitudeEMANorm")
+        self.momentum = check_momentum(momentum, "MagnitudeEMANorm")
         self.axis_name, self.inference = axis_name, inference
         self.gamma = jnp.ones((), dtype)
         self.beta = jnp.zeros((n,), dtype)
@@ -354,7 +347,7 @@ class MagnitudeEMANorm(AbstractNormaliser, eqx.nn.StatefulLayer):
         return jnp.where(count == 0, 1, _debias(hidden, count, self.momentum))
 
     def _step(self, x, count, hidden, norm):
-        new_hidden = self.momentum * hidden + (1 - self.momentum) * norm.astype(hidden.dtype)
+        new_hidden = _ema(hidden, norm, self.momentum)
         s = _debias(new_hidden, count + 1, self.momentum)
         return s, (count + 1, new_hidden)
 
@@ -364,7 +357,7 @@ class MagnitudeEMANorm(AbstractNormaliser, eqx.nn.StatefulLayer):
         """**Arguments:** one example `x` of shape `(n,)`, the `state`; `inference`
         overrides `self.inference`. **Returns:** `(y, new_state)`."""
         del key
-        _check_input(x, self.n, "MagnitudeEMANorm")
+        check_input(x, self.n, "MagnitudeEMANorm")
         inference = self.inference if inference is None else inference
         d = x.dtype
         if inference:
