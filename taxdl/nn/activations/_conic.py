@@ -37,6 +37,42 @@ def _check_axis(axis):
         raise ValueError(f"`axis` must be an integer (the channel axis), got {axis!r}.")
 
 
+def _check_cones(cone_dim, num_cones, channels, projection, axis, eps) -> tuple[int | None, float]:
+    """Validate the hyperparameters CoLU and RCoLU share. Returns S (4 when neither S nor
+    G is given) and ε."""
+    if cone_dim is None and num_cones is None:
+        cone_dim = 4
+    if cone_dim is not None and num_cones is not None:
+        raise ValueError("give exactly one of `cone_dim` (S) and `num_cones` (G).")
+    _check_int(cone_dim, "cone_dim", 1)
+    _check_int(num_cones, "num_cones", 0)
+    _check_int(channels, "channels", 1)
+    _check_choice(projection, "projection", _PROJECTIONS)
+    _check_axis(axis)
+    return cone_dim, finite_float(eps, "eps", low=0)
+
+
+def _resolved(prim, channels: int | None, shared_axis: bool) -> tuple[int, int]:
+    """(S, G) of a CoLU or RCoLU for `channels` (default: its `channels`); G = -1 when the
+    channel count is unknown."""
+    c = prim.channels if channels is None else channels
+    if prim.num_cones == 0:
+        return (c or 1), 0
+    if c is None:
+        if prim.cone_dim is None:
+            raise ValueError(
+                f"{type(prim).__name__}(num_cones=G): the cone dimension depends on the "
+                "channel count; pass `channels=C` to know the declaration before a call.")
+        return prim.cone_dim, -1
+    return F.resolve_cones(c, prim.cone_dim, prim.num_cones, shared_axis)
+
+
+def _check_call(prim, x) -> None:
+    if prim.channels is not None and x.ndim and x.shape[prim.axis] != prim.channels:
+        raise ValueError(f"{type(prim).__name__} was built for channels={prim.channels} on "
+                         f"axis {prim.axis}; got input shape {x.shape}.")
+
+
 @register(family="activation", name="CoLU", formula="(x₁, W(x₁/(‖x₋₁‖ + ε)) x₋₁) per cone",
           example=lambda: CoLU(cone_dim=4), reference="CoLU paper eqs 1–4, Theorem 4.7")
 class CoLU(AbstractActivation):
@@ -91,22 +127,13 @@ class CoLU(AbstractActivation):
                  channels: int | None = None, projection: str = "hard",
                  shared_axis: bool = False, layout: str = "block",
                  rectify_axis: str | None = None, eps: float = 1e-7, axis: int = -1):
-        if cone_dim is None and num_cones is None:
-            cone_dim = 4
-        if cone_dim is not None and num_cones is not None:
-            raise ValueError("give exactly one of `cone_dim` (S) and `num_cones` (G).")
-        _check_int(cone_dim, "cone_dim", 1)
-        _check_int(num_cones, "num_cones", 0)
-        _check_int(channels, "channels", 1)
-        _check_choice(projection, "projection", _PROJECTIONS)
+        cone_dim, self.eps = _check_cones(cone_dim, num_cones, channels, projection, axis, eps)
         _check_choice(layout, "layout", ("block", "axes_first"))
         _check_choice(rectify_axis, "rectify_axis", (None, "relu", "silu"))
         if not isinstance(shared_axis, bool):
             raise TypeError(f"`shared_axis` must be a bool, got {shared_axis!r}.")
         if shared_axis and cone_dim is not None and cone_dim < 2:
             raise ValueError(f"`cone_dim` must be >= 2 with shared_axis=True, got {cone_dim}.")
-        _check_axis(axis)
-        self.eps = finite_float(eps, "eps", low=0)
         if channels is not None:
             F.resolve_cones(channels, cone_dim, num_cones, shared_axis)
         self.cone_dim, self.num_cones, self.channels = cone_dim, num_cones, channels
@@ -115,16 +142,7 @@ class CoLU(AbstractActivation):
 
     def resolved(self, channels: int | None = None) -> tuple[int, int]:
         """(S, G) for `channels` (default: the `channels` given at construction)."""
-        c = self.channels if channels is None else channels
-        if self.num_cones == 0:
-            return (c or 1), 0
-        if c is None:
-            if self.cone_dim is None:
-                raise ValueError(
-                    "CoLU(num_cones=G): the cone dimension depends on the channel count; "
-                    "pass `channels=C` to know the declaration before a call.")
-            return self.cone_dim, -1
-        return F.resolve_cones(c, self.cone_dim, self.num_cones, self.shared_axis)
+        return _resolved(self, channels, self.shared_axis)
 
     @property
     def taxonomy(self) -> Taxonomy:
@@ -146,9 +164,7 @@ class CoLU(AbstractActivation):
     @named_scope("taxdl.CoLU")
     def __call__(self, x: Float[Array, "..."], *, key=None) -> Float[Array, "..."]:
         del key
-        if self.channels is not None and x.ndim and x.shape[self.axis] != self.channels:
-            raise ValueError(f"CoLU was built for channels={self.channels} on axis "
-                             f"{self.axis}; got input shape {x.shape}.")
+        _check_call(self, x)
         return F.colu(x, self.cone_dim, self.num_cones, projection=self.projection,
                       shared_axis=self.shared_axis, layout=self.layout,
                       rectify_axis=self.rectify_axis, eps=self.eps, axis=self.axis)
@@ -184,16 +200,7 @@ class RCoLU(AbstractActivation):
     def __init__(self, cone_dim: int | None = None, num_cones: int | None = None, *,
                  channels: int | None = None, projection: str = "hard", eps: float = 1e-7,
                  axis: int = -1):
-        if cone_dim is None and num_cones is None:
-            cone_dim = 4
-        if cone_dim is not None and num_cones is not None:
-            raise ValueError("give exactly one of `cone_dim` (S) and `num_cones` (G).")
-        _check_int(cone_dim, "cone_dim", 1)
-        _check_int(num_cones, "num_cones", 0)
-        _check_int(channels, "channels", 1)
-        _check_choice(projection, "projection", _PROJECTIONS)
-        _check_axis(axis)
-        self.eps = finite_float(eps, "eps", low=0)
+        cone_dim, self.eps = _check_cones(cone_dim, num_cones, channels, projection, axis, eps)
         if channels is not None:
             F.resolve_cones(channels, cone_dim, num_cones, False)
         self.cone_dim, self.num_cones, self.channels = cone_dim, num_cones, channels
@@ -201,16 +208,7 @@ class RCoLU(AbstractActivation):
 
     def resolved(self, channels: int | None = None) -> tuple[int, int]:
         """(S, G) for `channels` (default: the `channels` given at construction)."""
-        c = self.channels if channels is None else channels
-        if self.num_cones == 0:
-            return (c or 1), 0
-        if c is None:
-            if self.cone_dim is None:
-                raise ValueError(
-                    "RCoLU(num_cones=G): the cone dimension depends on the channel count; "
-                    "pass `channels=C` to know the declaration before a call.")
-            return self.cone_dim, -1
-        return F.resolve_cones(c, self.cone_dim, self.num_cones, False)
+        return _resolved(self, channels, False)
 
     @property
     def taxonomy(self) -> Taxonomy:
@@ -223,9 +221,7 @@ class RCoLU(AbstractActivation):
     @named_scope("taxdl.RCoLU")
     def __call__(self, x: Float[Array, "..."], *, key=None) -> Float[Array, "..."]:
         del key
-        if self.channels is not None and x.ndim and x.shape[self.axis] != self.channels:
-            raise ValueError(f"RCoLU was built for channels={self.channels} on axis "
-                             f"{self.axis}; got input shape {x.shape}.")
+        _check_call(self, x)
         return F.rcolu(x, self.cone_dim, self.num_cones, projection=self.projection,
                        eps=self.eps, axis=self.axis)
 
