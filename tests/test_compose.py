@@ -11,6 +11,7 @@ import pytest
 
 import taxdl
 import taxdl.nn as tnn
+from _models import np_chain
 from taxdl.groups import (
     GL,
     B,
@@ -220,22 +221,7 @@ def test_isotropic_activation_between_permutation_closed_layers_warns():
 # ---------------------------------------------------------------- inferred cells hold
 def _np_chain(model):
     """An independent float64 NumPy evaluation of a Linear/Tanh/IsotropicTanh chain."""
-    layers = model.layers
-
-    def f(x):
-        for layer in layers:
-            if isinstance(layer, tnn.Linear):
-                x = np.asarray(layer.weight, np.float64) @ x + np.asarray(layer.bias, np.float64)
-            elif isinstance(layer, tnn.Tanh):
-                x = np.tanh(x)
-            elif isinstance(layer, tnn.IsotropicTanh):
-                r = np.linalg.norm(x)
-                x = x if r == 0 else np.tanh(r) * x / r
-            else:
-                raise TypeError(layer)
-        return x
-
-    return f
+    return lambda x: np_chain(model.layers, x)
 
 
 def _signed_perm(rng, n):

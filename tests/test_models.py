@@ -10,6 +10,7 @@ import pytest
 
 import taxdl
 import taxdl.nn as tnn
+from _models import np_chain
 from taxdl.diagnostics import align, best_element, interpolate, linear_assignment, loss_barrier
 from taxdl.groups import B, O, OrthogonalComplement, Permutation, SignedPermutation
 
@@ -23,17 +24,7 @@ def leaves_close(a, b, atol):
 
 def np_mlp(model, x):
     """Independent float64 evaluation of an MLP of Linear / Tanh / IsotropicTanh."""
-    for layer in model.layers.layers:
-        if isinstance(layer, tnn.Linear):
-            x = np.asarray(layer.weight, np.float64) @ x + np.asarray(layer.bias, np.float64)
-        elif isinstance(layer, tnn.Tanh):
-            x = np.tanh(x)
-        elif isinstance(layer, tnn.IsotropicTanh):
-            r = np.linalg.norm(x)
-            x = x if r == 0 else np.tanh(r) * x / r
-        else:
-            raise TypeError(layer)
-    return x
+    return np_chain(model.layers.layers, x)
 
 
 # ---------------------------------------------------------------- building and calling
