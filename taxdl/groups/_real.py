@@ -66,6 +66,18 @@ class Permutation(AbstractCompactGroup):
         return is_signed_permutation(m, atol) & nonneg & zero_shift(element, atol)
 
 
+def _signed_permutations(key, num: int, n: int, dtype, even: bool) -> Array:
+    """`num` uniform signed permutation matrices (with an even number of −1 if `even`)."""
+    kp, ks = jax.random.split(key)
+    p = permutation_matrices(random_permutations(kp, num, n), dtype)
+    s = random_signs(ks, num, n, dtype)
+    if even:
+        # n-1 free uniform signs, the last one fixes the parity: uniform on even sign vectors.
+        parity = jnp.prod(s[:, :-1], axis=-1, keepdims=True)
+        s = jnp.concatenate([s[:, :-1], parity], axis=-1)
+    return s[..., :, None] * p
+
+
 class SignedPermutation(AbstractCompactGroup):
     """The hyperoctahedral group Bₙ = {±1}ⁿ ⋊ Sₙ of signed permutations."""
 
@@ -76,10 +88,7 @@ class SignedPermutation(AbstractCompactGroup):
     field: ClassVar[str] = "real"
 
     def _sample(self, key, num, dtype):
-        kp, ks = jax.random.split(key)
-        p = permutation_matrices(random_permutations(kp, num, self.n), dtype)
-        s = random_signs(ks, num, self.n, dtype)
-        return linear_element(s[..., :, None] * p)
+        return linear_element(_signed_permutations(key, num, self.n, dtype, even=False))
 
     def _contains(self, element, atol):
         return is_signed_permutation(element.matrix, atol) & zero_shift(element, atol)
@@ -95,13 +104,7 @@ class EvenSignedPermutation(AbstractCompactGroup):
     field: ClassVar[str] = "real"
 
     def _sample(self, key, num, dtype):
-        kp, ks = jax.random.split(key)
-        p = permutation_matrices(random_permutations(kp, num, self.n), dtype)
-        s = random_signs(ks, num, self.n, dtype)
-        # n-1 free uniform signs, the last one fixes the parity: uniform on even sign vectors.
-        parity = jnp.prod(s[:, :-1], axis=-1, keepdims=True)
-        s = jnp.concatenate([s[:, :-1], parity], axis=-1)
-        return linear_element(s[..., :, None] * p)
+        return linear_element(_signed_permutations(key, num, self.n, dtype, even=True))
 
     def _contains(self, element, atol):
         m = element.matrix
