@@ -4,10 +4,15 @@ Both are written for speed on any channel axis without moving it: the channel ax
 size C is split in place into cones, per-cone scalars (axis value, body norm, weight)
 are computed with the sums over the S−1 body components written out (XLA hands short
 reductions to a slow library kernel), and the output is one broadcast expression over
-the channels. Derivatives are hand-written (`jax.custom_vjp`): the backward pass is one
-per-cone pass (q = ⟨body, cotangent⟩) and one broadcast pass, instead of the long
-pad-and-add chains autodiff produces through narrow slices. Forward-mode
-differentiation (`jax.jvp`, `jax.jacfwd`) is therefore not available for these kernels.
+the channels. Derivatives are hand-written as a `jax.custom_jvp` rule, so every JAX
+transformation works (`jax.grad`, `jax.vjp`, `jax.jvp`, `jax.jacfwd`, `jax.hessian`,
+`jax.vmap` of any of them). The tangent map is written so that its automatic transpose
+(reverse mode) is one per-cone pass (q = ⟨body, cotangent⟩) and one elementwise pass:
+its per-cone reductions over the short component axis (forward mode only) transpose to
+broadcasts, and its broadcasts of per-cone values are concatenations, whose transposes
+are written-out sums of slices (autodiff through narrow slices would give long
+pad-and-add chains, and the transpose of a broadcast a short-axis reduction, which XLA's
+CPU backend runs ~10× slower than a written-out sum).
 
 Per cone with axis value $a$, body $b \\in ℝ^{S-1}$, $d = \\|b\\| + ε$, $ρ = a/d$ and a
 weight $w = W(ρ)$ (hard: clip(ρ, 0, 1); firm: sigmoid(4ρ − 2); soft: sigmoid(ρ − ½)):
@@ -163,7 +168,7 @@ def _colu_impl(x, spec: ConeSpec):
     return _colu_output(x, spec, z, a, body, cax, w)
 
 
-@ft.partial(jax.custom_vjp, nondiff_argnums=(1,))
+@ft.partial(jax.custom_jvp, nondiff_argnums=(1,))
 def colu_kernel(x, spec: ConeSpec):
     """CoLU on float32/float64 `x` with a static `spec` (see the module docstring)."""
     return _colu_impl(x, spec)
@@ -176,40 +181,64 @@ def _per_cone(arrays, cax):
     return [_comps(stacked, cax, k) for k in range(len(arrays))]
 
 
-def _colu_fwd(x, spec):
-    # Per cone: w = W(ρ), c = W'(ρ)/d and k = c ρ/‖b‖, so that with q = ⟨b, v_b⟩ the
-    # cotangents are ā = R'(a) v_a + c q and b̄ = w v_b − k q b.
+def _colu_primal(x, spec):
+    """The output and, per cone, w = W(ρ), c = W'(ρ)/d and k = c ρ/‖b‖ (so that
+    dw = c da − k ⟨b, db⟩)."""
     z, a, body, cax, nb, rho, d, w, dw = _cone_scalars(x, spec)
     c = jnp.where(d > 0, dw / jnp.where(d > 0, d, 1), 0)
     rho_f = jnp.where(jnp.isfinite(rho), rho, 0)
     k = (c * rho_f) * inverse_or_zero(nb)
     w, c, k = _per_cone([w, c, k], cax)
-    return _colu_output(x, spec, z, a, body, cax, w), (x, w, c, k)
+    return _colu_output(x, spec, z, a, body, cax, w), (w, c, k)
 
 
-def _colu_bwd(spec, res, v):
-    x, w, c, k = res
-    z, a, body, cax = _split(x, spec)
-    n = spec.cone_dim - 1
-    zv, va, vbody, _ = _split(v, spec)
-    q = _csum(body * vbody, cax, n)
-    cq, coef = c * q, -k * q
-    wb, coefb = jnp.expand_dims(w, cax), jnp.expand_dims(coef, cax)
+def _spread(p, cax, n):
+    """`p` (unit axis at `cax`) repeated `n` times along `cax`: a broadcast whose
+    transpose is the written-out sum of `n` slices (a broadcast's transpose is a
+    short-axis reduction, which XLA's CPU backend runs ~10× slower)."""
+    if n > WRITTEN_OUT_MAX:
+        shape = list(p.shape)
+        shape[cax] = n
+        return jnp.broadcast_to(p, tuple(shape))
+    return jnp.concatenate([p] * n, axis=cax)
+
+
+def _colu_tangent(x, spec, res, dx):
+    """The tangent map at x (linear in dx): dy_a = R'(a) da and, per cone,
+    dy_b = w db + b (c da − k ⟨b, db⟩), whose transpose (reverse mode) is
+    ā = R'(a) v_a + c q and b̄ = w v_b − k q b with q = ⟨b, v_b⟩ (module docstring)."""
+    w, c, k = (jnp.expand_dims(t, spec.axis + 1) for t in res)
+    ax, cax, n = spec.axis, spec.axis + 1, spec.cone_dim - 1
     if spec.layout == "block":
+        # The reductions are over the short component axis (forward mode only); their
+        # transposes are broadcasts, and the concatenation's transpose reads slices, so
+        # that reverse mode is one per-cone pass (q) and one elementwise pass.
+        z = x.reshape(x.shape[:ax] + (spec.num_cones, spec.cone_dim) + x.shape[ax + 1:])
+        dz = dx.reshape(z.shape)
         head = lax.broadcasted_iota(jnp.int32, z.shape, cax) == 0
         _, dr = _rect(z, spec.rectify)
-        ct = jnp.where(head, dr * zv + jnp.expand_dims(cq, cax), wb * zv + coefb * z)
-        return (ct.reshape(x.shape),)
+        da = jnp.sum(jnp.where(head, dz, 0), axis=cax, keepdims=True)
+        qt = jnp.sum(jnp.where(head, 0, dz) * z, axis=cax, keepdims=True)
+        coef = c * da - k * qt
+        spread = jnp.concatenate([jnp.zeros_like(coef), _spread(coef, cax, n)], axis=cax)
+        return (jnp.where(head, dr * dz, w * dz) + spread * z).reshape(x.shape)
+    head = 1 if spec.layout == "shared" else spec.num_cones
+    a, rest = lax.split(x, [head, x.shape[ax] - head], axis=ax)
+    da, drest = lax.split(dx, [head, x.shape[ax] - head], axis=ax)
+    bshape = x.shape[:ax] + (spec.num_cones, n) + x.shape[ax + 1:]
+    body, dbody = rest.reshape(bshape), drest.reshape(bshape)
     _, dr = _rect(a, spec.rectify)
-    if spec.layout == "shared":
-        cq = jnp.sum(cq, axis=spec.axis, keepdims=True)
-    ct_a = dr * va + cq
-    ct_b = (wb * vbody + coefb * body).reshape(x.shape[:spec.axis] + (-1,)
-                                                + x.shape[spec.axis + 1:])
-    return (jnp.concatenate([ct_a, ct_b], axis=spec.axis),)
+    qt = jnp.sum(dbody * body, axis=cax, keepdims=True)
+    coef = c * jnp.expand_dims(da, cax) - k * qt
+    dyb = w * dbody + _spread(coef, cax, n) * body
+    return jnp.concatenate([dr * da, dyb.reshape(rest.shape)], axis=ax)
 
 
-colu_kernel.defvjp(_colu_fwd, _colu_bwd)
+@colu_kernel.defjvp
+def _colu_jvp(spec, primals, tangents):
+    (x,), (dx,) = primals, tangents
+    y, res = _colu_primal(x, spec)
+    return y, _colu_tangent(x, spec, res, dx)
 
 
 # ====================================================================== RCoLU (eq 5)
@@ -233,30 +262,30 @@ def _rcolu_impl(x, spec):
     return (z * wb + off).reshape(x.shape)
 
 
-@ft.partial(jax.custom_vjp, nondiff_argnums=(1,))
+@ft.partial(jax.custom_jvp, nondiff_argnums=(1,))
 def rcolu_kernel(x, spec: ConeSpec):
     """RCoLU (eq 5) on float32/float64 `x` with a static block-layout `spec`."""
     return _rcolu_impl(x, spec)
 
 
-def _rcolu_fwd(x, spec):
-    return _rcolu_impl(x, spec), x
-
-
-def _rcolu_bwd(spec, x, v):
-    # y_k = μ + w (x_k − μ);  ∂ρ/∂x_k = 1/(√S d) − (ρ/d) r_k/‖r‖
+def _rcolu_tangent(x, spec, dx):
+    """y_k = μ + w (x_k − μ) gives dy_k = (1 − w) dμ + w dx_k + r_k dw with
+    dw = c √S dμ − k ⟨r, dx⟩ (c = W'(ρ)/d, k = c ρ/‖r‖; ⟨r, 1⟩ = 0), written so that
+    its automatic transpose has no short-axis reductions (see the module docstring)."""
     z, cax, mu, r, nr, rho, d, w, dw = _rcolu_scalars(x, spec)
     s = spec.cone_dim
-    vz = v.reshape(z.shape)
-    big_v = _csum(vz, cax, s)
-    big_q = _csum(vz * r, cax, s)
     c = jnp.where(d > 0, dw / jnp.where(d > 0, d, 1), 0)
-    rho_f = jnp.where(jnp.isfinite(rho), rho, 0)
-    alpha = (1 - w) * big_v / s + big_q * c / jnp.sqrt(jnp.asarray(s, x.dtype))
-    beta = -(c * rho_f) * (big_q * inverse_or_zero(nr))
-    ct = (jnp.expand_dims(w, cax) * vz + jnp.expand_dims(beta, cax) * z
-          + jnp.expand_dims(alpha - beta * mu, cax))
-    return (ct.reshape(x.shape),)
+    k = (c * jnp.where(jnp.isfinite(rho), rho, 0)) * inverse_or_zero(nr)
+    w, c, k = (jnp.expand_dims(t, cax) for t in _per_cone([w, c, k], cax))
+    dz = dx.reshape(z.shape)
+    root_s = jnp.sqrt(jnp.asarray(s, x.dtype))
+    dmu = jnp.sum(dz, axis=cax, keepdims=True) / s
+    dwt = c * root_s * dmu - k * jnp.sum(r * dz, axis=cax, keepdims=True)
+    dy = w * dz + _spread((1 - w) * dmu, cax, s) + r * _spread(dwt, cax, s)
+    return dy.reshape(x.shape)
 
 
-rcolu_kernel.defvjp(_rcolu_fwd, _rcolu_bwd)
+@rcolu_kernel.defjvp
+def _rcolu_jvp(spec, primals, tangents):
+    (x,), (dx,) = primals, tangents
+    return _rcolu_impl(x, spec), _rcolu_tangent(x, spec, dx)
