@@ -108,6 +108,24 @@ def test_tanh_declared_only_permutations_is_not_maximal():
     assert missing == {"D_8"}  # the immediate supergroup Dₙ ⊂ Bₙ holds too
 
 
+def test_maximality_in_dimension_one_tests_past_coinciding_supergroups():
+    # At n = 1, S₁ = D₁ = SO(1) = I and B₁ = O(1): a supergroup equal to the declared
+    # group is no test, so its own supergroups are tested in its place.
+    report = check(tnn.GELU(), n=1, **FAST)
+    cell = report.cell("algebraic", "E")
+    tested = {m.group: m for m in cell.maximality}
+    assert "D_1" not in tested and tested["B_1"].found  # GELU is not odd
+    assert "equal to S_1" in tested["B_1"].note
+    cell = report.cell("algebraic", "L")
+    assert {"S_1", "SO(1)"}.isdisjoint(m.group for m in cell.maximality)
+    assert all(m.found for m in cell.maximality)
+    check(tnn.Tanh(), n=1, **FAST)  # B₁ = O(1): the next test is GL(1), which fails
+    # and an under-claim in dimension one is still caught (tanh is odd: B₁ holds)
+    with pytest.raises(SymmetryViolation, match="may not be maximal") as info:
+        check(TanhClaimedPermutation(), n=1, **FAST)
+    assert {m.group for m in info.value.cell.maximality if m.found is False} == {"B_1"}
+
+
 def test_positive_control_report():
     report = check(tnn.IsotropicTanh(), n=8, **FAST)
     assert report.passed

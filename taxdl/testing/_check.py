@@ -520,8 +520,23 @@ def _probabilistic_counterexample(plan: Plan, outcome) -> Counterexample:
 
 
 # ============================================================================ cells
-def _supergroups(plan: Plan) -> list[AbstractGroup]:
-    return list(immediate_supergroups(plan.sample))
+def _supergroups(ctx: Context, plan: Plan) -> list[tuple[AbstractGroup, tuple]]:
+    """The immediate supergroups of the declared group, each with the supergroups it
+    stands for: one that equals the declared group in this dimension (e.g. D₁ = S₁, SO(1)
+    = I) is not a test of maximality, so its own immediate supergroups are tested in its
+    place (recursively)."""
+    out, seen = [], set()
+    frontier = [(sup, ()) for sup in immediate_supergroups(plan.sample)]
+    while frontier:
+        sup, via = frontier.pop(0)
+        if sup in seen:
+            continue
+        seen.add(sup)
+        if _coincides(ctx, plan.sample, sup):
+            frontier += [(s, via + (sup.name,)) for s in immediate_supergroups(sup)]
+        else:
+            out.append((sup, via))
+    return out
 
 
 def _reduces_to_algebraic(ctx: Context, generation: Generation, kind: str) -> bool:
@@ -575,12 +590,40 @@ def _verify(ctx: Context, mode: str, kind: str, flavour: Flavour, plan: Plan,
 def _maximal(ctx: Context, mode: str, kind: str, flavour: Flavour, plan: Plan
              ) -> list[MaximalityResult]:
     out = []
-    for sup in _supergroups(plan):
+    for sup, via in _supergroups(ctx, plan):
         cache_key = ("maximal", mode, kind, flavour, plan.acted, sup)
         if cache_key not in ctx.cache:
             ctx.cache[cache_key] = _falsify(ctx, mode, kind, flavour, plan, sup)
-        out.append(ctx.cache[cache_key])
+        m = ctx.cache[cache_key]
+        if via:
+            m = dataclasses.replace(m, note=(m.note + "; " if m.note else "") + (
+                f"in place of {', '.join(via)}, equal to {plan.sample.name} in this "
+                "dimension"))
+        out.append(m)
     return out
+
+
+COINCIDENCE_PROBES = 32
+
+
+def _coincides(ctx: Context, group: AbstractGroup, sup: AbstractGroup) -> bool:
+    """Whether the supergroup `sup` equals `group` in this dimension (e.g. SO(1) = S₁ = I,
+    D₁ = S₁): each of at least COINCIDENCE_PROBES random elements of `sup` lies in
+    `group`. A proper supergroup puts a random element outside with probability one
+    (continuous) or at least ½ per draw (finite index ≥ 2), so a false "equals" has
+    probability ≤ 2⁻³². Uses the checker's compiled sampler for `sup`. Groups whose
+    membership is not decidable (products) are taken as proper supergroups."""
+    cache_key = ("coincides", group, sup)
+    if cache_key not in ctx.cache:
+        key = jax.random.key(_seed(ctx, "coincides", group.name, sup.name))
+        probes, _ = E.sample_elements(sup, None, key, max(COINCIDENCE_PROBES, ctx.batch),
+                                      ctx.real)
+        try:
+            inside = np.asarray(group.contains(probes, atol=1e-4))
+        except NotImplementedError:  # membership not decidable (e.g. a product): proper
+            inside = np.zeros((), bool)
+        ctx.cache[cache_key] = bool(np.all(inside))
+    return ctx.cache[cache_key]
 
 
 def _falsify(ctx, mode, kind, flavour, plan, sup) -> MaximalityResult:
