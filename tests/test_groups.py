@@ -277,7 +277,12 @@ def test_hierarchy_chain_and_partial_order():
     assert not G.is_subgroup(G.Scaling(), G.ScaleShift(positive=True))
     assert G.is_subgroup(G.ConeGroup(cone_dim=4, scalings=False), G.Orthogonal())
     assert not G.is_subgroup(G.ConeGroup(cone_dim=4), G.Orthogonal())
-    assert [s.name for s in G.Permutation(5).supergroups()] == ["D_5", "O(4)"]
+    assert [s.name for s in G.Permutation(5).supergroups()] == ["D_5", "O(4)",
+                                                                "S_5⋉(ℝ×₊)^5"]
+    assert G.is_subgroup(G.Permutation(), G.PositiveMonomial())
+    assert G.is_subgroup(G.Scaling(positive=True), G.PositiveMonomial())
+    assert not G.is_subgroup(G.Scaling(), G.PositiveMonomial())
+    assert not G.is_subgroup(G.PositiveMonomial(), G.Orthogonal())
     assert [s.name for s in G.SignedPermutation().supergroups()] == ["O(n)"]
 
 

@@ -11,6 +11,7 @@
   that each cone's axis is the all-ones direction of its block (RCoLU, eq 5).
 
 Hierarchy (registered here): I ⊂ Phase ⊂ Sₙ×U(1) ⊂ U(1)ⁿ⋊Sₙ ⊂ U(n);
+Sₙ ⊂ PositiveMonomial ⊃ ℝ×₊ (those two edges are in the core rules) and
 PositiveMonomial ⊂ GL(n); rotated cone isometries ⊂ rotated cone group ⊂ GL(n) and
 rotated cone isometries ⊂ O(n).
 """

@@ -8,6 +8,7 @@ Hierarchy on one layer's ℝⁿ (DESIGN §1):
 
     I ⊂ Sₙ ⊂ Dₙ ⊂ Bₙ ⊂ O(n) ⊂ GL(n),   I ⊂ Ψ ⊂ O(n),   I ⊂ SO(n) ⊂ O(n),
     Sₙ ⊂ O(n−1) (permutations fix 1) ⊂ O(n),   I ⊂ ℝ×₊ ⊂ ℝ× ⊂ GL(n),
+    Sₙ ⊂ Sₙ⋉(ℝ×₊)ⁿ ⊃ ℝ×₊ (positive monomials) ⊂ GL(n),
     ℝ×₊ ⊂ (ℝ×₊,+λ1) ⊂ (ℝ×,+λ1),   +λ1 ⊂ (ℝ×₊,+λ1),
     cone isometries ⊂ cone group (with scalings) ⊂ GL(n),  cone isometries ⊂ O(n),
     Sₙ×U(1) ⊂ U(n),  SU(2) ⊂ U(2).
@@ -68,9 +69,16 @@ def _register(cls, fn):
     immediate_supergroups.register(cls)(fn)
 
 
+def _positive_monomial():
+    from ._extra import PositiveMonomial  # imported late: _extra builds on this module
+
+    return PositiveMonomial()
+
+
 _register(Trivial, lambda g: _bind(
     (Permutation(), SpecialOrthogonal(), Simplex(), Scaling(positive=True), Translation()), g.n))
-_register(Permutation, lambda g: _bind((EvenSignedPermutation(), OrthogonalComplement()), g.n))
+_register(Permutation, lambda g: _bind(
+    (EvenSignedPermutation(), OrthogonalComplement(), _positive_monomial()), g.n))
 _register(EvenSignedPermutation, lambda g: _bind((SignedPermutation(),), g.n))
 _register(SignedPermutation, lambda g: _bind((Orthogonal(),), g.n))
 _register(SpecialOrthogonal, lambda g: _bind((Orthogonal(),), g.n))
@@ -80,7 +88,7 @@ _register(OrthogonalComplement, lambda g: _bind((Orthogonal(),), g.n))
 _register(Orthogonal, lambda g: _bind((GeneralLinear(),), g.n))
 _register(GeneralLinear, lambda g: ())
 _register(Scaling, lambda g: _bind(
-    (Scaling(positive=False), ScaleShift(positive=True)) if g.positive
+    (Scaling(positive=False), ScaleShift(positive=True), _positive_monomial()) if g.positive
     else (GeneralLinear(), ScaleShift(positive=False)), g.n))
 _register(Translation, lambda g: _bind((ScaleShift(positive=True),), g.n))
 _register(ScaleShift, lambda g: _bind((ScaleShift(positive=False),), g.n) if g.positive else ())

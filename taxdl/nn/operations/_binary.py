@@ -11,7 +11,7 @@ import jax.numpy as jnp
 from jax import named_scope
 from jaxtyping import Array, Float
 
-from ...groups import Orthogonal, Permutation, SignedPermutation
+from ...groups import Orthogonal, Permutation, PositiveMonomial, SignedPermutation
 from ...taxonomy import AbstractOperation, Signature, Taxonomy, register, signature
 from . import _functional as F
 
@@ -109,19 +109,21 @@ class IsotropicMultiply(AbstractOperation):
         return F.isotropic_multiply(x, n)
 
 
-_ELEMENTWISE_NOTE = ("also equivariant to positive scalings and to shifts along 1, which "
-                     "are not supergroups of S_n in the hierarchy")
+_ELEMENTWISE_NOTE = ("also equivariant to per-coordinate shifts x, n ↦ x + t, n + t "
+                     "(no hierarchy family joins them with the positive monomials)")
 
 
 @register(family="operation", formula="Σᵢ min(xᵢ, nᵢ) êᵢ", reference="isotropic paper eq 53")
 class ElementwiseMin(AbstractOperation):
     """Elementwise minimum (isotropic paper eq 53, audit).
 
-    **Symmetry:** algebraically Sₙ-equivariant acting on both arguments; a sign flip turns
-    min into max, so not Bₙ.
+    **Symmetry:** algebraically equivariant, acting on both arguments, to permutations with
+    positive per-coordinate scalings, Sₙ ⋉ (ℝ×₊)ⁿ: $\\min(d x_i, d n_i) = d \\min(x_i,
+    n_i)$ for $d > 0$; a sign flip turns min into max, so not Bₙ. Also equivariant to
+    per-coordinate shifts (not a hierarchy family).
     """
 
-    taxonomy: ClassVar[Taxonomy] = _algebraic(Permutation(), _ELEMENTWISE_NOTE)
+    taxonomy: ClassVar[Taxonomy] = _algebraic(PositiveMonomial(), _ELEMENTWISE_NOTE)
 
     @named_scope("taxdl.ElementwiseMin")
     def __call__(self, x: Float[Array, "*b n"], n: Float[Array, "*#b n"], *, key=None
@@ -135,10 +137,11 @@ class ElementwiseMin(AbstractOperation):
 class ElementwiseMax(AbstractOperation):
     """Elementwise maximum (isotropic paper eq 54, audit).
 
-    **Symmetry:** algebraically Sₙ-equivariant acting on both arguments.
+    **Symmetry:** as [`ElementwiseMin`][taxdl.nn.ElementwiseMin]: Sₙ ⋉ (ℝ×₊)ⁿ acting on
+    both arguments (and per-coordinate shifts, not a hierarchy family).
     """
 
-    taxonomy: ClassVar[Taxonomy] = _algebraic(Permutation(), _ELEMENTWISE_NOTE)
+    taxonomy: ClassVar[Taxonomy] = _algebraic(PositiveMonomial(), _ELEMENTWISE_NOTE)
 
     @named_scope("taxdl.ElementwiseMax")
     def __call__(self, x: Float[Array, "*b n"], n: Float[Array, "*#b n"], *, key=None
