@@ -3,6 +3,9 @@
 Sampling (Haar where compact), membership, the subgroup hierarchy and representations.
 """
 
+from ._affine import Affine as Affine
+from ._affine import Euclidean as Euclidean
+from ._affine import Translations as Translations
 from ._base import AbstractGroup as AbstractGroup
 from ._base import Element as Element
 from ._base import linear_element as linear_element

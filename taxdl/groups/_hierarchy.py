@@ -10,6 +10,7 @@ Hierarchy on one layer's ℝⁿ (DESIGN §1):
     Sₙ ⊂ O(n−1) (permutations fix 1) ⊂ O(n),   I ⊂ ℝ×₊ ⊂ ℝ× ⊂ GL(n),
     Sₙ ⊂ Sₙ⋉(ℝ×₊)ⁿ ⊃ ℝ×₊ (positive monomials) ⊂ GL(n),
     ℝ×₊ ⊂ (ℝ×₊,+λ1) ⊂ (ℝ×,+λ1),   +λ1 ⊂ (ℝ×₊,+λ1),
+    +λ1 ⊂ T(n) ⊂ E(n) ⊂ Aff(n),   O(n) ⊂ E(n),   GL(n) ⊂ Aff(n),   (ℝ×,+λ1) ⊂ Aff(n),
     cone isometries ⊂ cone group (with scalings) ⊂ GL(n),  cone isometries ⊂ O(n),
     Sₙ×U(1) ⊂ U(n),  SU(2) ⊂ U(2).
 
@@ -21,6 +22,7 @@ import functools as ft
 
 import jax.numpy as jnp
 
+from ._affine import Affine, Euclidean, Translations
 from ._base import AbstractGroup, Element
 from ._complex import SU2, PermutationPhase, Unitary
 from ._real import (
@@ -85,13 +87,17 @@ _register(SpecialOrthogonal, lambda g: _bind((Orthogonal(),), g.n))
 _register(Simplex, lambda g: _bind((Orthogonal(),), g.n))
 _register(Dihedral, lambda g: _bind((Orthogonal(),), 2 if g.n is not None else None))
 _register(OrthogonalComplement, lambda g: _bind((Orthogonal(),), g.n))
-_register(Orthogonal, lambda g: _bind((GeneralLinear(),), g.n))
-_register(GeneralLinear, lambda g: ())
+_register(Orthogonal, lambda g: _bind((GeneralLinear(), Euclidean()), g.n))
+_register(GeneralLinear, lambda g: _bind((Affine(),), g.n))
 _register(Scaling, lambda g: _bind(
     (Scaling(positive=False), ScaleShift(positive=True), _positive_monomial()) if g.positive
     else (GeneralLinear(), ScaleShift(positive=False)), g.n))
-_register(Translation, lambda g: _bind((ScaleShift(positive=True),), g.n))
-_register(ScaleShift, lambda g: _bind((ScaleShift(positive=False),), g.n) if g.positive else ())
+_register(Translation, lambda g: _bind((ScaleShift(positive=True), Translations()), g.n))
+_register(ScaleShift, lambda g: _bind(
+    (ScaleShift(positive=False),) if g.positive else (Affine(),), g.n))
+_register(Translations, lambda g: _bind((Euclidean(),), g.n))
+_register(Euclidean, lambda g: _bind((Affine(),), g.n))
+_register(Affine, lambda g: ())
 _register(ConeGroup, lambda g: (
     (ConeGroup(g.n, g.cone_dim, True, g.shared_axis, g.layout),)
     + _bind((Orthogonal(),), g.n) if not g.scalings

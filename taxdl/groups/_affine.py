@@ -1,0 +1,98 @@
+"""Groups of affine maps of ℝⁿ: all translations T(n), the Euclidean group
+E(n) = O(n) ⋉ ℝⁿ and the affine group Aff(n) = GL(n) ⋉ ℝⁿ.
+
+None of them is compact (the translations are not), so `sample` follows the distribution
+documented on each class (**not Haar**): the translation part is standard Gaussian, the
+linear part is Haar-orthogonal for E(n) and the well-conditioned GL(n) draw for Aff(n).
+
+Hierarchy (registered in `_hierarchy`): +λ1 ⊂ T(n) ⊂ E(n) ⊂ Aff(n), O(n) ⊂ E(n),
+GL(n) ⊂ Aff(n) and (ℝ×, +λ1) ⊂ Aff(n).
+"""
+
+from typing import ClassVar
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array, Bool
+
+from ._base import (
+    AbstractNoncompactGroup,
+    Element,
+    haar_orthogonal,
+    is_identity,
+    is_orthogonal,
+)
+from ._real import GeneralLinear
+
+
+def _finite_shift(element: Element) -> Bool[Array, "*batch"]:
+    return jnp.all(jnp.isfinite(element.shift), axis=-1)
+
+
+def _gaussian_shift(key, num: int, n: int, dtype) -> Array:
+    return jax.random.normal(key, (num, n), dtype)
+
+
+class Translations(AbstractNoncompactGroup):
+    """All translations of ℝⁿ, $x \\mapsto x + t$ with $t \\in \\mathbb R^n$ (the group
+    T(n) ≅ ℝⁿ; [`Translation`][taxdl.groups.Translation] is its subgroup along 1).
+
+    Not compact: `sample` draws $t \\sim \\mathcal N(0, I_n)$ (**not Haar**).
+    """
+
+    n: int | None = eqx.field(static=True, default=None)
+    symbol: ClassVar[str] = "T"
+    name_template: ClassVar[str] = "T({n})"
+
+    def _sample(self, key, num, dtype):
+        eye = jnp.broadcast_to(jnp.eye(self.n, dtype=dtype), (num, self.n, self.n))
+        return Element(eye, _gaussian_shift(key, num, self.n, dtype))
+
+    def _contains(self, element, atol):
+        return is_identity(element.matrix, atol) & _finite_shift(element)
+
+
+class Euclidean(AbstractNoncompactGroup):
+    """The Euclidean group E(n) = O(n) ⋉ ℝⁿ of isometries of ℝⁿ, $x \\mapsto Qx + t$
+    with $Q$ orthogonal.
+
+    Not compact (the translations are not): `sample` draws $Q$ exactly from the Haar
+    measure of O(n) and, independently, $t \\sim \\mathcal N(0, I_n)$ (**not Haar** as a
+    whole).
+    """
+
+    n: int | None = eqx.field(static=True, default=None)
+    symbol: ClassVar[str] = "E"
+    name_template: ClassVar[str] = "E({n})"
+
+    def _sample(self, key, num, dtype):
+        kq, kt = jax.random.split(key)
+        q = haar_orthogonal(kq, num, self.n, dtype)
+        return Element(q, _gaussian_shift(kt, num, self.n, dtype))
+
+    def _contains(self, element, atol):
+        return is_orthogonal(element.matrix, atol) & _finite_shift(element)
+
+
+class Affine(AbstractNoncompactGroup):
+    """The affine group Aff(n) = GL(n) ⋉ ℝⁿ, $x \\mapsto Ax + t$ with $A$ invertible.
+
+    Not compact: `sample` draws $A$ from the well-conditioned sampler of
+    [`GeneralLinear`][taxdl.groups.GeneralLinear] (condition number at most 4, both signs
+    of the determinant) and, independently, $t \\sim \\mathcal N(0, I_n)$ (**not Haar**).
+    """
+
+    n: int | None = eqx.field(static=True, default=None)
+    symbol: ClassVar[str] = "Aff"
+    name_template: ClassVar[str] = "Aff({n})"
+
+    def _sample(self, key, num, dtype):
+        ka, kt = jax.random.split(key)
+        a = GeneralLinear(self.n)._sample(ka, num, dtype).matrix
+        return Element(a, _gaussian_shift(kt, num, self.n, dtype))
+
+    def _contains(self, element, atol):
+        m = element.matrix
+        finite = jnp.all(jnp.isfinite(m), axis=(-2, -1))
+        return finite & (jnp.abs(jnp.linalg.det(m)) > atol) & _finite_shift(element)
