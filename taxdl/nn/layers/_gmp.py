@@ -12,12 +12,13 @@ from jax import named_scope
 from jaxtyping import Array, Float, PRNGKeyArray
 
 from ...groups import (
+    Affine,
+    Euclidean,
     GeneralLinear,
     Orthogonal,
     Permutation,
-    ScaleShift,
     SignedPermutation,
-    Translation,
+    Translations,
 )
 from ...taxonomy import (
     AbstractLayer,
@@ -512,14 +513,21 @@ class InputMeanNorm(AbstractNormaliser, eqx.nn.StatefulLayer):
     `jax.vmap(..., axis_name=axis_name, in_axes=(0, None), out_axes=(0, None))`, toggle
     `inference` with `eqx.nn.inference_mode`.
 
-    **Symmetry** (data-like: the mean of a batch of standard Gaussian data; the class is
-    $\\{x ↦ x - μ\\}$): every per-batch function commutes with every translation,
-    $f(x + t) = f(x) + t$, so the algebraic E cell is the translations; the law over
-    batches is also invariant under conjugation by rotations, and the class is closed
-    under conjugation by every affine map. The hierarchy has no family joining O(n) with
-    the translations (the Euclidean group), so the declaration names the translation
-    chain: closure +λ1 / +λ1 / (ℝ×, +λ1), probabilistic I / I / +λ1, algebraic
-    I / I / +λ1.
+    **Symmetry** (data-like: each per-batch function is $f(x) = x - μ$ with μ the mean of
+    a batch of $B$ standard Gaussian inputs, so $μ \\sim \\mathcal N(0, I/B)$; the class is
+    $\\{x ↦ x - μ : μ \\in \\mathbb R^n\\}$). For $g(x) = Ax + t$:
+
+    - algebraic: $f(x + t) = f(x) + t$ for every $t \\in \\mathbb R^n$, and
+      $g^{-1} f g(x) = x - A^{-1}μ$ differs from $f$ (for almost every μ) once
+      $A \\ne I$, so E is the translations T(n); $A(x - μ) + t$ and $Ax + t - μ$ equal
+      $x - μ$ for every $x$ only if $g$ is the identity, so L and R are trivial.
+    - probabilistic: $g^{-1} f g$ is $x - A^{-1}μ$, and $A^{-1}μ \\sim \\mathcal N(0,
+      A^{-1}A^{-T}/B)$ has the law of μ exactly when $A$ is orthogonal, so E is the
+      Euclidean group E(n) = O(n) ⋉ ℝⁿ; on the left and right the mean of the output
+      moves ($Ax + t$ instead of $x$), so L and R are trivial.
+    - closure: $x - A^{-1}μ$ is in the class for every invertible $A$, so E is the affine
+      group Aff(n) = GL(n) ⋉ ℝⁿ; $A(x - μ) + t$ and $Ax + t - μ$ are in the class only for
+      $A = I$, so L and R are the translations T(n).
 
     **Arguments:**
 
@@ -582,12 +590,13 @@ class InputMeanNorm(AbstractNormaliser, eqx.nn.StatefulLayer):
 
 
 _IMN_TAXONOMY = Taxonomy(
-    closure=(Translation(), Translation(), ScaleShift()),
-    probabilistic=(None, None, Translation()),
-    algebraic=(None, None, Translation()),
+    closure=(Translations(), Translations(), Affine()),
+    probabilistic=(None, None, Euclidean()),
+    algebraic=(None, None, Translations()),
     kind="data",
-    note="data-like (standard Gaussian batches); also O(n)-conjugation invariant in law and "
-         "closed under affine conjugation, which the hierarchy cannot join with +λ1",
+    note="data-like (the mean μ of a standard Gaussian batch, μ ~ N(0, I/B)): x − μ commutes "
+         "with every translation; conjugation maps the class {x ↦ x − μ} to itself "
+         "(μ ↦ A⁻¹μ) and preserves the law of μ exactly for orthogonal A",
 )
 
 register(InputMeanNorm, family="normaliser", name="InputMeanNorm", formula="x − E_B x",
