@@ -22,6 +22,7 @@ ALL_BOUND = [
     G.ConeGroup(8, cone_dim=4, scalings=False, layout="axes_first"),
     G.ConeGroup(7, cone_dim=4, shared_axis=True), G.Lorentz(4), G.Unitary(3),
     G.PermutationPhase(3), G.SU2(2), G.SU2(3, rep="adjoint"),
+    G.Translations(4), G.Euclidean(4), G.Affine(4),
 ]
 
 
@@ -101,6 +102,12 @@ NON_MEMBERS = [
     (G.Lorentz(4), G.Orthogonal(4)),
     (G.PermutationPhase(3), G.Unitary(3)),
     (G.SU2(2), G.Unitary(2)),
+    (G.Translation(4), G.Translations(4)),
+    (G.Translations(4), G.Euclidean(4)),
+    (G.Orthogonal(4), G.Euclidean(4)),
+    (G.Euclidean(4), G.Affine(4)),
+    (G.GeneralLinear(4), G.Affine(4)),
+    (G.ScaleShift(4), G.Affine(4)),
 ]
 
 
@@ -295,7 +302,10 @@ def test_subgroup_relation_matches_sampled_membership():
              (G.Permutation(5), G.OrthogonalComplement(5)),
              (G.ConeGroup(8, cone_dim=4, scalings=False), G.Orthogonal(8)),
              (G.Scaling(5, positive=True), G.ScaleShift(5)),
-             (G.Translation(5), G.ScaleShift(5, positive=True))]
+             (G.Translation(5), G.ScaleShift(5, positive=True)),
+             (G.Translation(5), G.Translations(5)), (G.Translations(5), G.Euclidean(5)),
+             (G.Orthogonal(5), G.Euclidean(5)), (G.Euclidean(5), G.Affine(5)),
+             (G.GeneralLinear(5), G.Affine(5)), (G.ScaleShift(5), G.Affine(5))]
     for small, big in pairs:
         assert G.is_subgroup(small, big)
         assert bool(jnp.all(big.contains(small.sample(KEY, 64), atol=1e-4))), (small.name, big.name)
@@ -315,6 +325,9 @@ def test_names():
     assert G.RotatedConeGroup(8, cone_dim=4, scalings=False).name == "R[S_2×O(3)^2]"
     assert G.MonomialUnitary(3).name == "U(1)^3⋊S_3"
     assert G.BlockDiagonal(G.Orthogonal(2), G.Permutation(3)).name == "O(2) ⊕ S_3"
+    assert G.Translations().name == "T(n)" and G.Translations(3).name == "T(3)"
+    assert G.Euclidean().name == "E(n)" and G.Euclidean(3).name == "E(3)"
+    assert G.Affine().name == "Aff(n)" and G.Affine(3).name == "Aff(3)"
     assert str(G.Product(G.Scaling(), G.Orthogonal())) == "ℝ× × O(n)"
 
 
@@ -368,3 +381,128 @@ def test_products_in_the_hierarchy():
     for sup in G.Product(G.Scaling(), G.SignedPermutation()).supergroups():
         assert G.is_subgroup(G.Product(G.Scaling(), G.SignedPermutation()), sup)
         assert not G.is_subgroup(sup, G.Product(G.Scaling(), G.SignedPermutation()))
+
+
+# ---------------------------------------------------------------- affine families
+AFFINE = [G.Translations(4), G.Euclidean(4), G.Affine(4)]
+
+
+@pytest.mark.parametrize("group", AFFINE, ids=lambda g: g.name)
+def test_affine_families_are_not_compact_and_sample_both_parts(group):
+    assert not group.compact and not group.haar and not group.isometric
+    assert not group.finite and group.field == "real"
+    e = group.sample(KEY, 16)
+    assert e.matrix.dtype == jnp.float32 and e.shift.dtype == jnp.float32
+    assert e.matrix.shape == (16, 4, 4) and e.shift.shape == (16, 4)
+    assert np.all(np.abs(_np(e.shift)) > 0)  # a genuine translation part
+
+
+@pytest.mark.parametrize("group", AFFINE, ids=lambda g: g.name)
+def test_affine_families_sample_float64(group):
+    with jax.enable_x64(True):
+        e = group.sample(KEY, 8, jnp.float64)
+        assert e.matrix.dtype == jnp.float64 and e.shift.dtype == jnp.float64
+        assert e.matrix.shape == (8, 4, 4) and e.shift.shape == (8, 4)
+        assert bool(jnp.all(group.contains(e, atol=1e-10)))
+        assert bool(jnp.all(group.contains(group.inverse(e), atol=1e-10)))
+        m = np.asarray(e.matrix)
+    if isinstance(group, G.Translations):
+        np.testing.assert_array_equal(m, np.broadcast_to(np.eye(4), m.shape))
+    if isinstance(group, G.Euclidean):
+        gram = np.einsum("nki,nkj->nij", m, m)
+        np.testing.assert_allclose(gram, np.broadcast_to(np.eye(4), gram.shape), rtol=0,
+                                   atol=1e-12)
+
+
+def _affine_element(matrix, shift):
+    return G.Element(jnp.asarray(matrix, jnp.float32), jnp.asarray(shift, jnp.float32))
+
+
+def test_affine_membership_of_chosen_elements():
+    t = np.array([0.3, -1.0, 2.0, 0.5])
+    rot = np.array([[0.0, -1, 0, 0], [1, 0, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1]])
+    near_rot = rot @ np.diag([1.0, 1.0, 1.0, 1.01])  # not orthogonal
+    singular = np.diag([1.0, 2.0, 0.0, 1.0])
+    tr, eu, af = AFFINE
+    # a translation by a generic vector is in all three, but not along 1 only
+    assert bool(tr.contains(_affine_element(np.eye(4), t)))
+    assert not bool(G.Translation(4).contains(_affine_element(np.eye(4), t)))
+    assert bool(eu.contains(_affine_element(np.eye(4), t)))
+    # a rotation with a shift: Euclidean, not a translation, not linear
+    assert not bool(tr.contains(_affine_element(rot, t)))
+    assert bool(eu.contains(_affine_element(rot, t)))
+    assert not bool(G.Orthogonal(4).contains(_affine_element(rot, t)))
+    # a non-orthogonal invertible map with a shift: affine only
+    assert not bool(eu.contains(_affine_element(near_rot, t)))
+    assert bool(af.contains(_affine_element(near_rot, t)))
+    assert not bool(G.GeneralLinear(4).contains(_affine_element(near_rot, t)))
+    # a singular matrix or a non-finite shift is in none of them
+    assert not bool(af.contains(_affine_element(singular, t)))
+    bad_shift = np.array([0.0, np.inf, 0.0, 0.0])
+    for g in AFFINE:
+        assert not bool(g.contains(_affine_element(np.eye(4), bad_shift))), g.name
+    # an atol decides near-misses
+    assert bool(eu.contains(_affine_element(rot @ np.diag([1, 1, 1, 1 + 1e-7]), t)))
+    assert not bool(tr.contains(_affine_element(np.eye(4) + 1e-3, t), atol=1e-4))
+    assert bool(tr.contains(_affine_element(np.eye(4) + 1e-5, t), atol=1e-4))
+
+
+@pytest.mark.parametrize("n", [3, 6])
+def test_euclidean_linear_part_is_haar_and_shift_standard_normal(n):
+    e = G.Euclidean(n).sample(KEY, N)
+    m = e.matrix
+    assert _ks_pvalue(m[:, 0, 0], _entry_beta_cdf(n)) > ALPHA
+    assert _ks_pvalue(m[:, n - 1, 1], _entry_beta_cdf(n)) > ALPHA
+    tr = np.asarray(jnp.trace(m, axis1=1, axis2=2), np.float64)
+    assert abs(tr.mean()) < 4 / np.sqrt(N)
+    assert abs((tr**2).mean() - 1) < 0.15
+    shift = np.asarray(e.shift, np.float64)
+    assert _ks_pvalue(shift[:, 0], stats.norm.cdf) > ALPHA
+    assert _ks_pvalue(shift[:, n - 1], stats.norm.cdf) > ALPHA
+    # the shift is drawn independently of the linear part
+    r = np.corrcoef(np.asarray(m[:, 0, 0], np.float64), shift[:, 0])[0, 1]
+    assert abs(r) < 4 / np.sqrt(N)
+
+
+def test_affine_linear_part_is_the_well_conditioned_gl_draw():
+    e = G.Affine(6).sample(KEY, 256)
+    m = _np(e.matrix)
+    assert np.linalg.cond(m).max() <= 4.0 + 1e-3
+    assert (np.linalg.det(m) < 0).any() and (np.linalg.det(m) > 0).any()
+    assert not bool(jnp.all(G.Euclidean(6).contains(e)))
+
+
+def test_affine_hierarchy_edges():
+    T, E, A = G.Translations(), G.Euclidean(), G.Affine()
+    edges = [(G.Translation(), T), (T, E), (G.Orthogonal(), E), (E, A),
+             (G.GeneralLinear(), A), (G.ScaleShift(), A)]
+    for small, big in edges:
+        assert G.is_subgroup(small, big), (small.name, big.name)
+        assert not G.is_subgroup(big, small), (big.name, small.name)
+        assert any(G.same_group(s, big) for s in small.on(5).supergroups()), small.name
+    assert [s.name for s in G.Translation(5).supergroups()] == ["ℝ×₊,+λ1", "T(5)"]
+    assert [s.name for s in G.Orthogonal(5).supergroups()] == ["GL(5)", "E(5)"]
+    assert [s.name for s in G.GeneralLinear(5).supergroups()] == ["Aff(5)"]
+    assert [s.name for s in G.ScaleShift(5).supergroups()] == ["Aff(5)"]
+    assert [s.name for s in G.ScaleShift(5, positive=True).supergroups()] == ["ℝ×,+λ1"]
+    assert G.Affine(5).supergroups() == ()
+    # transitive consequences, and what is not included
+    for small in (G.Trivial(), G.Permutation(), G.SignedPermutation(), G.Simplex(),
+                  G.Translation(), G.OrthogonalComplement()):
+        assert G.is_subgroup(small, E), small.name
+    for small in (G.Scaling(), G.Scaling(positive=True), G.ScaleShift(positive=True),
+                  G.PositiveMonomial(), G.Lorentz(), G.ConeGroup(cone_dim=4)):
+        assert G.is_subgroup(small, A) and not G.is_subgroup(small, E), small.name
+    assert not G.is_subgroup(T, G.ScaleShift()) and not G.is_subgroup(G.ScaleShift(), E)
+    assert not G.is_subgroup(E, G.GeneralLinear()) and not G.is_subgroup(T, G.Orthogonal())
+    assert not G.is_subgroup(G.Unitary(), A)
+
+
+def test_affine_families_in_products():
+    # +λ1 × O(n): its supergroups are simplified against the new families (+λ1 ⊂ E(n))
+    prod = G.Product(G.Translation(), G.Orthogonal())
+    names = [s.name for s in prod.supergroups()]
+    assert "E(n)" in names and "+λ1 × E(n)" not in names
+    assert G.is_subgroup(prod, G.Euclidean()) and not G.is_subgroup(prod, G.Orthogonal())
+    assert [s.name for s in G.Product(G.Orthogonal(), G.Euclidean()).supergroups()] == [
+        "Aff(n)"]
