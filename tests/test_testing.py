@@ -37,6 +37,7 @@ from taxdl.testing import (
     assert_maximal,
     assert_probabilistic,
     check,
+    hypothesis_settings,
     symmetry_error,
 )
 
@@ -124,6 +125,24 @@ def test_maximality_in_dimension_one_tests_past_coinciding_supergroups():
     with pytest.raises(SymmetryViolation, match="may not be maximal") as info:
         check(TanhClaimedPermutation(), n=1, **FAST)
     assert {m.group for m in info.value.cell.maximality if m.found is False} == {"B_1"}
+
+
+def test_check_inside_a_users_given_test():
+    from hypothesis import given
+    from hypothesis import strategies as st
+
+    seen = []
+
+    @hypothesis_settings(2)
+    @given(st.sampled_from([3, 5]))
+    def users_test(n):
+        check(tnn.IsotropicTanh(), n=n, examples=2, batch=8)
+        with pytest.raises(SymmetryViolation):
+            check(ReLUClaimedOrthogonal(), n=n, examples=2, batch=8, maximality=False)
+        seen.append(n)
+
+    users_test()
+    assert seen
 
 
 def test_positive_control_report():
