@@ -15,5 +15,7 @@ CASES = [
     Case("GmPLinear", lambda: tnn.GmPLinear(8, 8, jnp.tanh, key=jax.random.key(1)),
          check_kwargs={"rtol": 1e-4}, float64=False),
     Case("GmPConv", lambda: tnn.GmPConv(3, 3, 2, key=jax.random.key(0)), float64=False),
+    # x − μ with μ the mean of a standard Gaussian batch: closure T(n) / T(n) / Aff(n),
+    # probabilistic I / I / E(n) (the law changes under Aff(n)), algebraic I / I / T(n).
     Case("InputMeanNorm", lambda: tnn.InputMeanNorm(8)),
 ]
