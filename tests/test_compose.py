@@ -94,13 +94,14 @@ def test_composed_row_of_table_5_2():
 
 def test_composed_row_matches_the_catalogue_for_relu():
     # Linear then ReLU is exactly the "Composed" row of Table 5.2 (the catalogue's
-    # ElementwiseDense); the positive scalings ReLU also commutes with are noted.
+    # ElementwiseDense); its closure L/E cells include the positive per-unit scalings
+    # that ReLU commutes with (the paper gives Sₙ).
     relu = getattr(tnn, "ReLU", None)
     if relu is None:
         pytest.skip("ReLU not available")
     seq = tnn.Sequential([lin(), relu()])
     assert cells(seq) == cells(tnn.ElementwiseDense(N, N, key=jax.random.key(0))) == [
-        "S_n", "GL(n)", "S_n", "S_n", "O(n)", "S_n", "I_n", "I_n", "I_n"]
+        "S_n⋉(ℝ×₊)^n", "GL(n)", "S_n⋉(ℝ×₊)^n", "S_n", "O(n)", "S_n", "I_n", "I_n", "I_n"]
 
 
 def test_chain_of_square_maps_intersects_equivariance():

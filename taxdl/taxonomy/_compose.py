@@ -24,9 +24,10 @@ An equivariant (E) cell is used only for a part that maps a space to itself
 ($\\mathbb R^n \\to \\mathbb R^n$); a part or composite between different spaces has a
 trivial E cell. A chain is folded from the input side: $((f_1, f_2), f_3), \\dots$, so the
 algebraic E cell of a chain of $\\mathbb R^n\\to\\mathbb R^n$ maps is the intersection of
-their E cells. Applied to Linear then elementwise ReLU (algebraic E = Sₙ) the rules give
-the "Composed" row of Table 5.2: closure Sₙ / GL / Sₙ, probabilistic Sₙ / O(n) / Sₙ,
-algebraic trivial.
+their E cells. Applied to Linear then elementwise ReLU (algebraic E = Sₙ⋉(ℝ×₊)ⁿ) the
+rules give the "Composed" row of Table 5.2 with its closure L/E cells enlarged to the
+positive monomials (the paper gives Sₙ): closure Sₙ⋉(ℝ×₊)ⁿ / GL / Sₙ⋉(ℝ×₊)ⁿ,
+probabilistic Sₙ / O(n) / Sₙ, algebraic trivial.
 
 **Residual rule.** For $f = \\mathrm{id} + h$ with $h:\\mathbb R^n\\to\\mathbb R^n$ the
 identity commutes with every linear map, so $f$ keeps the E cells of $h$ restricted to
@@ -68,7 +69,9 @@ import jax.numpy as jnp
 
 from ..groups import (
     AbstractGroup,
+    Affine,
     Element,
+    Euclidean,
     EvenSignedPermutation,
     GeneralLinear,
     Orthogonal,
@@ -80,6 +83,7 @@ from ..groups import (
     SignedPermutation,
     SpecialOrthogonal,
     Translation,
+    Translations,
     Trivial,
     immediate_supergroups,
     is_subgroup,
@@ -226,10 +230,14 @@ def _meet_sets(*sets: Sequence[AbstractGroup]) -> tuple[AbstractGroup, ...]:
 
 def _linear_part(g: AbstractGroup) -> AbstractGroup:
     """The largest subgroup of `g` without translations."""
-    if isinstance(g, Translation):
+    if isinstance(g, (Translation, Translations)):
         return Trivial()
     if isinstance(g, ScaleShift):
         return Scaling(positive=g.positive)
+    if isinstance(g, Euclidean):
+        return Orthogonal()
+    if isinstance(g, Affine):
+        return GeneralLinear()
     if isinstance(g, Product):
         return Product(*(_linear_part(f) for f in g.factors), n=g.n)
     return g

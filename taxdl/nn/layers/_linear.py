@@ -8,7 +8,7 @@ import jax.numpy as jnp
 from jax import named_scope
 from jaxtyping import Array, Float, PRNGKeyArray
 
-from ...groups import GeneralLinear, Orthogonal, Permutation
+from ...groups import GeneralLinear, Orthogonal, Permutation, PositiveMonomial
 from ...taxonomy import (
     AbstractLayer,
     Flavour,
@@ -112,9 +112,11 @@ class ElementwiseDense(AbstractLayer):
     """An affine map followed by elementwise ReLU, $f(x) = \\mathrm{ReLU}(Wx + b)$: the
     "Composed" row of Table 5.2 (isotropic paper §5.2).
 
-    **Symmetry:** closure Sₙ / GL / Sₙ (output permutations are absorbed by permuting rows
-    of W; input maps by W ↦ WA); probabilistically Sₙ / O(n) / Sₙ under the Gaussian
-    initialisation; algebraically trivial.
+    **Symmetry:** closure Sₙ⋉(ℝ×₊)ⁿ / GL / Sₙ⋉(ℝ×₊)ⁿ: on the left (and by conjugation)
+    permutations with positive per-unit scalings $PD$ are absorbed, $PD\\,\\mathrm{ReLU}(Wx
+    + b) = \\mathrm{ReLU}(PDWx + PDb)$ (ReLU is positively homogeneous; the paper's Table 5.2
+    gives Sₙ); input maps by $W ↦ WA$. Probabilistically Sₙ / O(n) / Sₙ under the
+    Gaussian initialisation; algebraically trivial.
     """
 
     weight: Float[Array, "out in"]
@@ -123,8 +125,10 @@ class ElementwiseDense(AbstractLayer):
     out_features: int = eqx.field(static=True)
 
     taxonomy: ClassVar[Taxonomy] = Taxonomy(
-        closure=(Permutation(), GeneralLinear(), Permutation()),
+        closure=(PositiveMonomial(), GeneralLinear(), PositiveMonomial()),
         probabilistic=(Permutation(), Orthogonal(), Permutation()),
+        note="closure L/E: ReLU is positively homogeneous, so positive per-unit scalings are "
+             "absorbed as well as permutations (Table 5.2 gives Sₙ)",
     )
 
     def __init__(self, in_features: int, out_features: int, *, key: PRNGKeyArray,
