@@ -276,9 +276,11 @@ def _metrics(lhs, rhs, fp, rho, rtol, atol):
     The error is max|lhs − rhs| over the whole output (entries non-finite on both sides
     count 0, on one side +inf). The tolerance at each point is
     atol + rtol·(max(‖lhs‖, ‖rhs‖) + c) with the conditioning term
-    c = max‖f(pᵢ) − f(p₀)‖/ρ: the output change per relative input change, i.e. how far
-    rounding of g·x (≈ eps‖x‖) can move f. It is about ‖f(x)‖ for well-conditioned
-    functions and large only near singular inputs. A violation must persist at all three
+    c = max‖h(pᵢ) − h(p₀)‖/ρ over h ∈ {f, lhs, rhs}: the output change per relative
+    input change, at x and at g·x (and, for closure, with the transported parameters),
+    i.e. how far rounding of g·x or of g·θ (≈ eps‖x‖) can move the output. It is about
+    ‖f(x)‖ for well-conditioned functions and large only near singular inputs (e.g. a
+    pre-activation cancelling to ≈ 0 at g·x while every unit saturates at x). A violation must persist at all three
     points: one that vanishes under a tiny perturbation is a boundary artefact of a
     non-smooth primitive.
     """
@@ -290,8 +292,9 @@ def _metrics(lhs, rhs, fp, rho, rtol, atol):
     norms = _norm_last(jnp.stack([a, b]))
     nonfinite = ~jnp.all(jnp.isfinite(norms[:, 0]), axis=0)
     mag = jnp.max(jnp.where(jnp.isfinite(norms), norms, 0), axis=0)
-    spread = jnp.max(_norm_last(f[1:] - f[:1]), axis=0)
-    cond = jnp.where(jnp.isfinite(spread), spread, 0) / rho
+    spreads = jnp.stack([jnp.max(_norm_last(v[1:] - v[:1]), axis=0) for v in (f, a, b)])
+    spread = jnp.max(jnp.where(jnp.isfinite(spreads), spreads, 0), axis=0)
+    cond = spread / rho
     tol = atol + rtol * (mag + cond[None])
     bad = err > tol
     violated = bad[0] & bad[1] & bad[2]

@@ -10,10 +10,10 @@ from ._case import Case
 CASES = [
     Case("GmPLinear", lambda: tnn.GmPLinear(8, 8, key=jax.random.key(0))),
     # tanh: not positively homogeneous (right closure O(n), not GL(n)) and odd (the law is
-    # Bₙ-invariant on the left). Its outputs are bounded while the rounding of transported
-    # angles moves pre-activations by ~eps·‖x‖, so the float32 closure check needs rtol 1e-4.
-    Case("GmPLinear", lambda: tnn.GmPLinear(8, 8, jnp.tanh, key=jax.random.key(1)),
-         check_kwargs={"rtol": 1e-4}, float64=False),
+    # Bₙ-invariant on the left). Rounding of the transported angles moves a pre-activation
+    # that cancels to ≈ 0 at g·x; the checker's conditioning term, taken at x and at g·x,
+    # covers it.
+    Case("GmPLinear", lambda: tnn.GmPLinear(8, 8, jnp.tanh, key=jax.random.key(1))),
     Case("GmPConv", lambda: tnn.GmPConv(3, 3, 2, key=jax.random.key(0)), float64=False),
     # x − μ with μ the mean of a standard Gaussian batch: closure T(n) / T(n) / Aff(n),
     # probabilistic I / I / E(n) (the law changes under Aff(n)), algebraic I / I / T(n).
