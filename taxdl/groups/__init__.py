@@ -40,6 +40,7 @@ from ._structured import minkowski_metric as minkowski_metric
 from ._structured import simplex_vertices as simplex_vertices
 from ._extra import MonomialUnitary as MonomialUnitary
 from ._extra import Phase as Phase
+from ._extra import Monomial as Monomial
 from ._extra import PositiveMonomial as PositiveMonomial
 from ._extra import RotatedConeGroup as RotatedConeGroup
 from ._extra import rotated_cone_basis as rotated_cone_basis

@@ -8,7 +8,8 @@ Hierarchy on one layer's ℝⁿ (DESIGN §1):
 
     I ⊂ Sₙ ⊂ Dₙ ⊂ Bₙ ⊂ O(n) ⊂ GL(n),   I ⊂ Ψ ⊂ O(n),   I ⊂ SO(n) ⊂ O(n),
     Sₙ ⊂ O(n−1) (permutations fix 1) ⊂ O(n),   I ⊂ ℝ×₊ ⊂ ℝ× ⊂ GL(n),
-    Sₙ ⊂ Sₙ⋉(ℝ×₊)ⁿ ⊃ ℝ×₊ (positive monomials) ⊂ GL(n),
+    Sₙ ⊂ Sₙ⋉(ℝ×₊)ⁿ ⊃ ℝ×₊ (positive monomials) ⊂ Sₙ⋉(ℝ×)ⁿ (monomials) ⊂ GL(n),
+    Bₙ ⊂ Sₙ⋉(ℝ×)ⁿ ⊃ ℝ×,
     ℝ×₊ ⊂ (ℝ×₊,+λ1) ⊂ (ℝ×,+λ1),   +λ1 ⊂ (ℝ×₊,+λ1),
     +λ1 ⊂ T(n) ⊂ E(n) ⊂ Aff(n),   O(n) ⊂ E(n),   GL(n) ⊂ Aff(n),   (ℝ×,+λ1) ⊂ Aff(n),
     cone isometries ⊂ cone group (with scalings) ⊂ GL(n),  cone isometries ⊂ O(n),
@@ -77,12 +78,18 @@ def _positive_monomial():
     return PositiveMonomial()
 
 
+def _monomial():
+    from ._extra import Monomial  # imported late: _extra builds on this module
+
+    return Monomial()
+
+
 _register(Trivial, lambda g: _bind(
     (Permutation(), SpecialOrthogonal(), Simplex(), Scaling(positive=True), Translation()), g.n))
 _register(Permutation, lambda g: _bind(
     (EvenSignedPermutation(), OrthogonalComplement(), _positive_monomial()), g.n))
 _register(EvenSignedPermutation, lambda g: _bind((SignedPermutation(),), g.n))
-_register(SignedPermutation, lambda g: _bind((Orthogonal(),), g.n))
+_register(SignedPermutation, lambda g: _bind((Orthogonal(), _monomial()), g.n))
 _register(SpecialOrthogonal, lambda g: _bind((Orthogonal(),), g.n))
 _register(Simplex, lambda g: _bind((Orthogonal(),), g.n))
 _register(Dihedral, lambda g: _bind((Orthogonal(),), 2 if g.n is not None else None))
@@ -91,7 +98,7 @@ _register(Orthogonal, lambda g: _bind((GeneralLinear(), Euclidean()), g.n))
 _register(GeneralLinear, lambda g: _bind((Affine(),), g.n))
 _register(Scaling, lambda g: _bind(
     (Scaling(positive=False), ScaleShift(positive=True), _positive_monomial()) if g.positive
-    else (GeneralLinear(), ScaleShift(positive=False)), g.n))
+    else (_monomial(), ScaleShift(positive=False)), g.n))
 _register(Translation, lambda g: _bind((ScaleShift(positive=True), Translations()), g.n))
 _register(ScaleShift, lambda g: _bind(
     (ScaleShift(positive=False),) if g.positive else (Affine(),), g.n))

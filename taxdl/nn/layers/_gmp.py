@@ -15,6 +15,7 @@ from ...groups import (
     Affine,
     Euclidean,
     GeneralLinear,
+    Monomial,
     Orthogonal,
     Permutation,
     SignedPermutation,
@@ -74,13 +75,15 @@ def _floating(dtype, who: str):
 def _gmp_taxonomy(homogeneous: bool, odd: bool) -> Taxonomy:
     units = SignedPermutation() if odd else Permutation()
     return Taxonomy(
-        closure=(SignedPermutation(), GeneralLinear() if homogeneous else Orthogonal(),
-                 SignedPermutation()),
+        closure=(Monomial(), GeneralLinear() if homogeneous else Orthogonal(),
+                 Monomial() if homogeneous else SignedPermutation()),
         probabilistic=(units, Orthogonal(), units),
-        note=("closure L/E: unit permutations and sign flips are absorbed by (θ, λ, r) "
-              "(r is a free real); R: uᵀM = c·u′ with c > 0 is absorbed by r ↦ cr, "
-              "λ ↦ λ/c " + ("(σ positively homogeneous: GL)" if homogeneous else
-                            "only for c = 1 (σ not positively homogeneous: O(n))")
+        note=("closure L: a permutation of units with per-unit scalings d ≠ 0 is absorbed by "
+              "r ↦ d r (r is a free real): Sₙ⋉(ℝ×)ⁿ; R: uᵀM = c·u′ with c > 0 is absorbed by "
+              "r ↦ cr, λ ↦ λ/c " + ("(σ positively homogeneous: GL; E: the monomials)"
+                                    if homogeneous else
+                                    "only for c = 1 (σ not positively homogeneous: O(n); "
+                                    "E: the orthogonal monomials Bₙ)")
               + "; P: directions uniform on the sphere, λ = 0, r = 1 (Remark 3.5); "
               + ("σ odd: −σ(uᵀx) = σ(−uᵀx), so output sign flips keep the law (Bₙ)" if odd
                  else "r = 1 fixes the output signs (Sₙ)")),
@@ -383,8 +386,8 @@ def _transport_units(theta, lam, r, sign, flavour: Flavour, element, move, dot_s
 
     R: $r σ(u^T(Mx + t) + λ) = (rc)\\,σ(u'^T x + (λ + u^T t)/c)$ with $c = \\|M^T u\\|$,
     $u' = M^T u / c$ (c = 1 for orthogonal M; c > 0 absorbed by positive homogeneity
-    otherwise). L (signed permutation M): unit i takes unit π(i)'s θ, λ and r·M_{iπ(i)}.
-    E: R with M, then L with M⁻¹ = Mᵀ."""
+    otherwise). L (monomial M = PD): unit i takes unit π(i)'s θ and λ, and r·M_{iπ(i)}.
+    E: R with M, then L with M⁻¹."""
     d = lam.dtype
     m, t = element.matrix.astype(d), element.shift.astype(d)
 
@@ -398,7 +401,7 @@ def _transport_units(theta, lam, r, sign, flavour: Flavour, element, move, dot_s
         return new_theta, (lam + dot_shift(u, t)) / c_safe, r * c, new_sign
 
     def left(theta, lam, r, sign, m):
-        p = jnp.abs(m)
+        p = (m != 0).astype(d)  # the permutation pattern of the monomial M
         return p @ theta, p @ lam, m @ r, None if sign is None else p @ sign
 
     flavour = Flavour(flavour)
@@ -406,7 +409,9 @@ def _transport_units(theta, lam, r, sign, flavour: Flavour, element, move, dot_s
         return left(theta, lam, r, sign, m)
     if flavour is Flavour.RIGHT:
         return right(theta, lam, r, sign)
-    return left(*right(theta, lam, r, sign), m.T)
+    # M⁻¹ of a monomial: the transposed pattern with reciprocal entries (exact)
+    m_inv = jnp.where(m != 0, 1 / jnp.where(m != 0, m, 1), 0).T
+    return left(*right(theta, lam, r, sign), m_inv)
 
 
 def _replace_units(layer, params):
@@ -439,7 +444,7 @@ def _(layer: GmPLinear, key) -> GmPLinear:
 
 @transport.register
 def _(layer: GmPLinear, flavour, element, group) -> GmPLinear:
-    """L (Bₙ): permute units, flip r. R: $u_i ↦ M^T u_i / c_i$, $r_i ↦ c_i r_i$,
+    """L (monomials): permute units, scale r. R: $u_i ↦ M^T u_i / c_i$, $r_i ↦ c_i r_i$,
     $λ_i ↦ (λ_i + u_i^T t)/c_i$ with $c_i = \\|M^T u_i\\|$ (exact for orthogonal M, and
     for any invertible M when σ is positively homogeneous). E: R with M, then L with M⁻¹."""
     params = _transport_units(layer.theta, layer.lam, layer.r, layer.sign, flavour, element,
