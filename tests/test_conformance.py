@@ -11,20 +11,22 @@ from taxdl.testing import check
 # float32: every generation, maximality included; ≥ 1000 (element, input) rows per
 # algebraic/closure cell (32 Hypothesis examples × batches of 32).
 F32 = dict(examples=32, batch=32, samples=1024)
-# float64: the exact relations only (the two-sample tests do not depend on precision and
-# maximality is a property of the declaration, both covered by the float32 leg).
-F64 = dict(examples=4, batch=32, maximality=False, generations=("algebraic", "closure"))
+# float64: the exact relations, maximality included (the two-sample tests do not depend
+# on precision and are covered by the float32 leg).
+F64 = dict(examples=4, batch=32, generations=("algebraic", "closure"))
 
 
-def _kwargs(case, base):
+def _kwargs(case, base, *extra):
     kwargs = dict(base)
     kwargs.update(case.check_kwargs)
+    for more in extra:
+        kwargs.update(more)
     return kwargs
 
 
 @pytest.mark.parametrize("case", PRIMITIVES, ids=str)
 def test_declaration_float32(case):
-    check(case.make, case.n, dtype=jnp.float32, **_kwargs(case, F32))
+    check(case.make, case.n, dtype=jnp.float32, **_kwargs(case, F32, case.float32_kwargs))
 
 
 @pytest.mark.parametrize("case", [c for c in PRIMITIVES if c.float64], ids=str)
