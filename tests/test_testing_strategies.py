@@ -16,7 +16,8 @@ FAMILIES = [
     (G.OrthogonalComplement(), 8), (G.Scaling(), 8), (G.Translation(), 8),
     (G.ScaleShift(positive=True), 8), (G.Simplex(), 8), (G.Dihedral(k=6), 2),
     (G.Lorentz(), 4), (G.Unitary(), 3), (G.PermutationPhase(), 3), (G.SU2(), 2),
-    (G.ConeGroup(cone_dim=4), 8),
+    (G.ConeGroup(cone_dim=4), 8), (G.Translations(), 8), (G.Euclidean(), 8),
+    (G.Affine(), 8), (G.PositiveMonomial(), 8), (G.Monomial(), 8),
 ]
 
 
@@ -37,6 +38,11 @@ def test_named_family_strategies():
     e = find(ts.orthogonal(5, num=2), lambda e: True)
     assert e.matrix.shape == (2, 5, 5)
     assert find(ts.su2(num=3, rep="adjoint"), lambda e: True).matrix.shape == (3, 3, 3)
+    for make, group in ((ts.all_translations, G.Translations(4)), (ts.euclidean, G.Euclidean(4)),
+                        (ts.affine, G.Affine(4)), (ts.monomials, G.Monomial(4)),
+                        (ts.positive_monomials, G.PositiveMonomial(4))):
+        e = find(make(4, num=3), lambda e: True)
+        assert e.matrix.shape == (3, 4, 4) and bool(jnp.all(group.contains(e, atol=1e-4)))
 
 
 def test_input_shapes_and_dtypes_are_fixed():

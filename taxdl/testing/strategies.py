@@ -35,9 +35,10 @@ from ..groups import AbstractGroup, Element
 from ._engine import real_dtype, sample_elements
 
 __all__ = [
-    "EDGE_CASES", "argument_inputs", "dihedral", "elements", "even_signed_permutations",
-    "general_linear", "inputs", "keys", "lorentz", "orthogonal", "orthogonal_complement",
-    "permutation_phases", "permutations", "scale_shifts", "scalings", "seeds",
+    "EDGE_CASES", "affine", "all_translations", "argument_inputs", "dihedral", "elements",
+    "euclidean", "even_signed_permutations", "general_linear", "inputs", "keys", "lorentz",
+    "monomials", "orthogonal", "orthogonal_complement", "permutation_phases",
+    "permutations", "positive_monomials", "scale_shifts", "scalings", "seeds",
     "signed_permutations", "simplex", "special_orthogonal", "su2", "translations",
     "trivial", "unitary",
 ]
@@ -214,6 +215,33 @@ def scalings(n: int, num: int = 1, dtype=jnp.float32, positive: bool = False):
 def translations(n: int, num: int = 1, dtype=jnp.float32):
     """Translations x + λ1."""
     return _family(G.Translation(), n, num, dtype)
+
+
+def all_translations(n: int, num: int = 1, dtype=jnp.float32):
+    """Translations x + t of T(n), t ~ N(0, I)."""
+    return _family(G.Translations(), n, num, dtype)
+
+
+def euclidean(n: int, num: int = 1, dtype=jnp.float32):
+    """Elements x ↦ Qx + t of E(n): Q Haar-orthogonal, t ~ N(0, I)."""
+    return _family(G.Euclidean(), n, num, dtype)
+
+
+def affine(n: int, num: int = 1, dtype=jnp.float32):
+    """Elements x ↦ Ax + t of Aff(n): A well-conditioned (not Haar), t ~ N(0, I)."""
+    return _family(G.Affine(), n, num, dtype)
+
+
+def positive_monomials(n: int, num: int = 1, dtype=jnp.float32):
+    """Elements PD of Sₙ⋉(ℝ×₊)ⁿ: a uniform permutation, positive diagonal entries
+    log-uniform in [½, 2]."""
+    return _family(G.PositiveMonomial(), n, num, dtype)
+
+
+def monomials(n: int, num: int = 1, dtype=jnp.float32):
+    """Elements PD of Sₙ⋉(ℝ×)ⁿ: a uniform signed permutation, magnitudes log-uniform in
+    [½, 2]."""
+    return _family(G.Monomial(), n, num, dtype)
 
 
 def scale_shifts(n: int, num: int = 1, dtype=jnp.float32, positive: bool = False):
