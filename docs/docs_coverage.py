@@ -43,18 +43,24 @@ def public_names(module) -> list[str]:
     return sorted(out)
 
 
-def public_paths() -> dict:
-    """Every public path (and canonical path of classes and functions) → object."""
-    paths = {}
+def _public_objects():
+    """(module name, public name, object) for every public name of every importable
+    module in MODULES."""
     for name in MODULES:
         module = _module(name)
         if module is None:
             continue
         for n in public_names(module):
-            obj = getattr(module, n)
-            paths[f"{name}.{n}"] = obj
-            if inspect.isclass(obj) or inspect.isfunction(obj):
-                paths.setdefault(f"{obj.__module__}.{obj.__qualname__}", obj)
+            yield name, n, getattr(module, n)
+
+
+def public_paths() -> dict:
+    """Every public path (and canonical path of classes and functions) → object."""
+    paths = {}
+    for name, n, obj in _public_objects():
+        paths[f"{name}.{n}"] = obj
+        if inspect.isclass(obj) or inspect.isfunction(obj):
+            paths.setdefault(f"{obj.__module__}.{obj.__qualname__}", obj)
     return paths
 
 
@@ -90,16 +96,11 @@ def missing(docs_dir) -> dict[str, list[str]]:
     """Per module, the public names whose object no page renders."""
     done = {id(o) for o in rendered(docs_dir).values() if o is not None}
     out, seen = {}, set()
-    for name in MODULES:
-        module = _module(name)
-        if module is None:
+    for name, n, obj in _public_objects():
+        if id(obj) in done or id(obj) in seen:
             continue
-        for n in public_names(module):
-            obj = getattr(module, n)
-            if id(obj) in done or id(obj) in seen:
-                continue
-            seen.add(id(obj))
-            out.setdefault(name, []).append(n)
+        seen.add(id(obj))
+        out.setdefault(name, []).append(n)
     return out
 
 
