@@ -163,117 +163,113 @@ def argument_inputs(shapes: tuple[tuple[int, ...], ...], dtype=jnp.float32, **kw
     return st.tuples(*(inputs(s, dtype, **kwargs) for s in shapes))
 
 
-def _family(group: AbstractGroup, n, num, dtype):
-    return elements(group, n, num, dtype)
-
-
 def trivial(n: int, num: int = 1, dtype=jnp.float32):
     """Elements of the trivial group I (identities); see `elements`."""
-    return _family(G.Trivial(), n, num, dtype)
+    return elements(G.Trivial(), n, num, dtype)
 
 
 def permutations(n: int, num: int = 1, dtype=jnp.float32):
     """Uniform elements of Sₙ (permutation matrices); see `elements`."""
-    return _family(G.Permutation(), n, num, dtype)
+    return elements(G.Permutation(), n, num, dtype)
 
 
 def even_signed_permutations(n: int, num: int = 1, dtype=jnp.float32):
     """Uniform elements of Dₙ (signed permutations, even number of flips)."""
-    return _family(G.EvenSignedPermutation(), n, num, dtype)
+    return elements(G.EvenSignedPermutation(), n, num, dtype)
 
 
 def signed_permutations(n: int, num: int = 1, dtype=jnp.float32):
     """Uniform elements of Bₙ (signed permutations)."""
-    return _family(G.SignedPermutation(), n, num, dtype)
+    return elements(G.SignedPermutation(), n, num, dtype)
 
 
 def orthogonal(n: int, num: int = 1, dtype=jnp.float32):
     """Haar elements of O(n)."""
-    return _family(G.Orthogonal(), n, num, dtype)
+    return elements(G.Orthogonal(), n, num, dtype)
 
 
 def special_orthogonal(n: int, num: int = 1, dtype=jnp.float32):
     """Haar elements of SO(n)."""
-    return _family(G.SpecialOrthogonal(), n, num, dtype)
+    return elements(G.SpecialOrthogonal(), n, num, dtype)
 
 
 def general_linear(n: int, num: int = 1, dtype=jnp.float32):
     """Well-conditioned elements of GL(n) (condition number ≤ 4)."""
-    return _family(G.GeneralLinear(), n, num, dtype)
+    return elements(G.GeneralLinear(), n, num, dtype)
 
 
 def orthogonal_complement(n: int, num: int = 1, dtype=jnp.float32):
     """Haar elements of O(n−1) acting on the hyperplane orthogonal to 1."""
-    return _family(G.OrthogonalComplement(), n, num, dtype)
+    return elements(G.OrthogonalComplement(), n, num, dtype)
 
 
 def scalings(n: int, num: int = 1, dtype=jnp.float32, positive: bool = False):
     """Global scalings a·x (ℝ×, or ℝ×₊ with `positive`)."""
-    return _family(G.Scaling(positive=positive), n, num, dtype)
+    return elements(G.Scaling(positive=positive), n, num, dtype)
 
 
 def translations(n: int, num: int = 1, dtype=jnp.float32):
     """Translations x + λ1."""
-    return _family(G.Translation(), n, num, dtype)
+    return elements(G.Translation(), n, num, dtype)
 
 
 def all_translations(n: int, num: int = 1, dtype=jnp.float32):
     """Translations x + t of T(n), t ~ N(0, I)."""
-    return _family(G.Translations(), n, num, dtype)
+    return elements(G.Translations(), n, num, dtype)
 
 
 def euclidean(n: int, num: int = 1, dtype=jnp.float32):
     """Elements x ↦ Qx + t of E(n): Q Haar-orthogonal, t ~ N(0, I)."""
-    return _family(G.Euclidean(), n, num, dtype)
+    return elements(G.Euclidean(), n, num, dtype)
 
 
 def affine(n: int, num: int = 1, dtype=jnp.float32):
     """Elements x ↦ Ax + t of Aff(n): A well-conditioned (not Haar), t ~ N(0, I)."""
-    return _family(G.Affine(), n, num, dtype)
+    return elements(G.Affine(), n, num, dtype)
 
 
 def positive_monomials(n: int, num: int = 1, dtype=jnp.float32):
     """Elements PD of Sₙ⋉(ℝ×₊)ⁿ: a uniform permutation, positive diagonal entries
     log-uniform in [½, 2]."""
-    return _family(G.PositiveMonomial(), n, num, dtype)
+    return elements(G.PositiveMonomial(), n, num, dtype)
 
 
 def monomials(n: int, num: int = 1, dtype=jnp.float32):
     """Elements PD of Sₙ⋉(ℝ×)ⁿ: a uniform signed permutation, magnitudes log-uniform in
     [½, 2]."""
-    return _family(G.Monomial(), n, num, dtype)
+    return elements(G.Monomial(), n, num, dtype)
 
 
 def scale_shifts(n: int, num: int = 1, dtype=jnp.float32, positive: bool = False):
     """Elements x ↦ a x + λ1 of (ℝ×, +λ1)."""
-    return _family(G.ScaleShift(positive=positive), n, num, dtype)
+    return elements(G.ScaleShift(positive=positive), n, num, dtype)
 
 
 def unitary(n: int, num: int = 1, dtype=jnp.float32):
     """Haar elements of U(n) (complex matrices)."""
-    return _family(G.Unitary(), n, num, dtype)
+    return elements(G.Unitary(), n, num, dtype)
 
 
 def permutation_phases(n: int, num: int = 1, dtype=jnp.float32):
     """Uniform elements of Sₙ × U(1)."""
-    return _family(G.PermutationPhase(), n, num, dtype)
+    return elements(G.PermutationPhase(), n, num, dtype)
 
 
 def simplex(n: int, num: int = 1, dtype=jnp.float32):
     """Uniform elements of the symmetry group of the regular simplex in ℝⁿ."""
-    return _family(G.Simplex(), n, num, dtype)
+    return elements(G.Simplex(), n, num, dtype)
 
 
 def dihedral(k: int = 8, num: int = 1, dtype=jnp.float32):
     """Uniform elements of the dihedral group of order 2k on ℝ²."""
-    return _family(G.Dihedral(k=k), 2, num, dtype)
+    return elements(G.Dihedral(k=k), 2, num, dtype)
 
 
 def lorentz(n: int, num: int = 1, dtype=jnp.float32):
     """Elements of the Lorentz group O(1, n−1) (rapidity ≤ 1; not Haar)."""
-    return _family(G.Lorentz(), n, num, dtype)
+    return elements(G.Lorentz(), n, num, dtype)
 
 
 def su2(num: int = 1, dtype=jnp.float32, rep: str = "standard"):
     """Haar elements of SU(2) in the standard (ℂ²) or adjoint (ℝ³) representation."""
-    return _family(G.SU2(rep=rep), 2 if rep == "standard" else 3, num, dtype)
+    return elements(G.SU2(rep=rep), 2 if rep == "standard" else 3, num, dtype)
