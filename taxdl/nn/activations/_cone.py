@@ -181,14 +181,18 @@ def _per_cone(arrays, cax):
     return [_comps(stacked, cax, k) for k in range(len(arrays))]
 
 
+def _slopes(rho, d, dw, norm):
+    """Per cone c = W'(ρ)/d and k = c ρ/‖b‖, the coefficients of dw = c da − k ⟨b, db⟩
+    (0 where d = 0 or ‖b‖ = 0; an infinite ρ, from ε = 0 and b = 0, counts as 0)."""
+    c = jnp.where(d > 0, dw / jnp.where(d > 0, d, 1), 0)
+    return c, (c * jnp.where(jnp.isfinite(rho), rho, 0)) * inverse_or_zero(norm)
+
+
 def _colu_primal(x, spec):
     """The output and, per cone, w = W(ρ), c = W'(ρ)/d and k = c ρ/‖b‖ (so that
     dw = c da − k ⟨b, db⟩)."""
     z, a, body, cax, nb, rho, d, w, dw = _cone_scalars(x, spec)
-    c = jnp.where(d > 0, dw / jnp.where(d > 0, d, 1), 0)
-    rho_f = jnp.where(jnp.isfinite(rho), rho, 0)
-    k = (c * rho_f) * inverse_or_zero(nb)
-    w, c, k = _per_cone([w, c, k], cax)
+    w, c, k = _per_cone([w, *_slopes(rho, d, dw, nb)], cax)
     return _colu_output(x, spec, z, a, body, cax, w), (w, c, k)
 
 
@@ -274,9 +278,8 @@ def _rcolu_tangent(x, spec, dx):
     its automatic transpose has no short-axis reductions (see the module docstring)."""
     z, cax, mu, r, nr, rho, d, w, dw = _rcolu_scalars(x, spec)
     s = spec.cone_dim
-    c = jnp.where(d > 0, dw / jnp.where(d > 0, d, 1), 0)
-    k = (c * jnp.where(jnp.isfinite(rho), rho, 0)) * inverse_or_zero(nr)
-    w, c, k = (jnp.expand_dims(t, cax) for t in _per_cone([w, c, k], cax))
+    w, c, k = (jnp.expand_dims(t, cax)
+               for t in _per_cone([w, *_slopes(rho, d, dw, nr)], cax))
     dz = dx.reshape(z.shape)
     root_s = jnp.sqrt(jnp.asarray(s, x.dtype))
     dmu = jnp.sum(dz, axis=cax, keepdims=True) / s
