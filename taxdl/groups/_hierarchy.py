@@ -72,24 +72,19 @@ def _register(cls, fn):
     immediate_supergroups.register(cls)(fn)
 
 
-def _positive_monomial():
-    from ._extra import PositiveMonomial  # imported late: _extra builds on this module
+def _extra(name: str) -> AbstractGroup:
+    """An unbound group of `_extra`, imported late (`_extra` builds on this module)."""
+    from . import _extra
 
-    return PositiveMonomial()
-
-
-def _monomial():
-    from ._extra import Monomial  # imported late: _extra builds on this module
-
-    return Monomial()
+    return getattr(_extra, name)()
 
 
 _register(Trivial, lambda g: _bind(
     (Permutation(), SpecialOrthogonal(), Simplex(), Scaling(positive=True), Translation()), g.n))
 _register(Permutation, lambda g: _bind(
-    (EvenSignedPermutation(), OrthogonalComplement(), _positive_monomial()), g.n))
+    (EvenSignedPermutation(), OrthogonalComplement(), _extra("PositiveMonomial")), g.n))
 _register(EvenSignedPermutation, lambda g: _bind((SignedPermutation(),), g.n))
-_register(SignedPermutation, lambda g: _bind((Orthogonal(), _monomial()), g.n))
+_register(SignedPermutation, lambda g: _bind((Orthogonal(), _extra("Monomial")), g.n))
 _register(SpecialOrthogonal, lambda g: _bind((Orthogonal(),), g.n))
 _register(Simplex, lambda g: _bind((Orthogonal(),), g.n))
 _register(Dihedral, lambda g: _bind((Orthogonal(),), 2 if g.n is not None else None))
@@ -97,8 +92,8 @@ _register(OrthogonalComplement, lambda g: _bind((Orthogonal(),), g.n))
 _register(Orthogonal, lambda g: _bind((GeneralLinear(), Euclidean()), g.n))
 _register(GeneralLinear, lambda g: _bind((Affine(),), g.n))
 _register(Scaling, lambda g: _bind(
-    (Scaling(positive=False), ScaleShift(positive=True), _positive_monomial()) if g.positive
-    else (_monomial(), ScaleShift(positive=False)), g.n))
+    (Scaling(positive=False), ScaleShift(positive=True), _extra("PositiveMonomial")) if g.positive
+    else (_extra("Monomial"), ScaleShift(positive=False)), g.n))
 _register(Translation, lambda g: _bind((ScaleShift(positive=True), Translations()), g.n))
 _register(ScaleShift, lambda g: _bind(
     (ScaleShift(positive=False),) if g.positive else (Affine(),), g.n))
