@@ -12,6 +12,8 @@ from scipy import integrate, special
 
 import taxdl.nn as tnn
 import taxdl.nn.functional as F
+from taxdl.groups import Affine
+from taxdl.testing import assert_algebraic
 
 RNG = np.random.default_rng(0)
 X64 = RNG.normal(size=(6, 5)) * np.array([[0.1], [0.5], [1.0], [2.0], [4.0], [9.0]])
@@ -217,8 +219,8 @@ def test_isotropic_vmap_equals_batch_and_dtypes():
 
 
 # ============================================================================ declarations
-def test_identity_hyperparameters_declare_gl():
-    gl = "GL(n)"
+def test_identity_hyperparameters_declare_the_affine_group():
+    gl = "Aff(n)"  # the identity commutes with every affine map
     assert tnn.IsotropicReLU(0.0).taxonomy.cell("algebraic", "E").name == gl
     assert tnn.IsotropicReLU(0.0, r_max=1.0).taxonomy.cell("algebraic", "E").name == "O(n)"
     assert tnn.IsotropicThreshold(0.0).taxonomy.cell("algebraic", "E").name == gl
@@ -229,6 +231,7 @@ def test_identity_hyperparameters_declare_gl():
           tnn.IsotropicLeakyReLU(0.1, 0.0), tnn.IsotropicSinusoid(0.0))
     for y in jax.jit(lambda x: [m(x) for m in ms])(x):
         np.testing.assert_allclose(np.asarray(y), np.asarray(x), rtol=1e-6)
+    assert_algebraic(tnn.IsotropicReLU(0.0), Affine(), "E", n=6, examples=5)
 
 
 # ============================================================================ bad input

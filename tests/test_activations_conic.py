@@ -158,7 +158,7 @@ def test_colu_paper_edge_cases():
     assert F.resolve_cones(13, num_cones=4, shared_axis=True) == (4, 4)
     assert F.resolve_cones(12, cone_dim=4) == (4, 3)
     for m in (tnn.CoLU(num_cones=0), tnn.CoLU(cone_dim=1)):
-        assert m.taxonomy.cell("algebraic", "E").name == "GL(n)"
+        assert m.taxonomy.cell("algebraic", "E").name == "Aff(n)"  # the identity map
     assert tnn.CoLU(cone_dim=2).taxonomy.cell("algebraic", "E").name == "S_n⋉(ℝ×₊)^n"
     assert tnn.CoLU(cone_dim=2, projection="soft").taxonomy.cell("algebraic", "E").name == "S_n"
 

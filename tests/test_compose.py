@@ -83,13 +83,14 @@ def test_rules_table_is_complete():
 
 # ---------------------------------------------------------------- hand-derived rows
 def test_composed_row_of_table_5_2():
-    # σ(Wx + b) with σ elementwise and algebraically G-equivariant: closure G/GL/G,
+    # σ(Wx + b) with σ elementwise and algebraically G-equivariant: closure G/Aff/G,
     # probabilistic G∩O / O / G∩O, algebraic trivial (Table 5.2 with G = Sₙ for ReLU;
-    # tanh is odd, so G = Bₙ).
+    # tanh is odd, so G = Bₙ). Closure R is Aff(n), not the paper's GL(n): an input map
+    # x ↦ Ax + t is absorbed by W ↦ WA, b ↦ Wt + b.
     assert cells(tnn.Sequential([lin(), tnn.Tanh()])) == [
-        "B_n", "GL(n)", "B_n", "B_n", "O(n)", "B_n", "I_n", "I_n", "I_n"]
+        "B_n", "Aff(n)", "B_n", "B_n", "O(n)", "B_n", "I_n", "I_n", "I_n"]
     assert cells(tnn.Sequential([lin(), tnn.IsotropicTanh()])) == [
-        "O(n)", "GL(n)", "O(n)", "O(n)", "O(n)", "O(n)", "I_n", "I_n", "I_n"]
+        "O(n)", "Aff(n)", "O(n)", "O(n)", "O(n)", "O(n)", "I_n", "I_n", "I_n"]
 
 
 def test_composed_row_matches_the_catalogue_for_relu():
@@ -101,7 +102,7 @@ def test_composed_row_matches_the_catalogue_for_relu():
         pytest.skip("ReLU not available")
     seq = tnn.Sequential([lin(), relu()])
     assert cells(seq) == cells(tnn.ElementwiseDense(N, N, key=jax.random.key(0))) == [
-        "S_n⋉(ℝ×₊)^n", "GL(n)", "S_n⋉(ℝ×₊)^n", "S_n", "O(n)", "S_n", "I_n", "I_n", "I_n"]
+        "S_n⋉(ℝ×₊)^n", "Aff(n)", "S_n⋉(ℝ×₊)^n", "S_n", "O(n)", "S_n", "I_n", "I_n", "I_n"]
 
 
 def test_chain_of_square_maps_intersects_equivariance():
@@ -116,10 +117,12 @@ def test_chain_of_square_maps_intersects_equivariance():
     assert t.cell("algebraic", "L").name == "I_n"
 
 
-def test_affine_sandwich_is_gl_equivariant_in_closure():
+def test_affine_sandwich_is_affine_equivariant_in_closure():
+    # g⁻¹∘(W₂σ(W₁x + b₁) + b₂)∘g for g(x) = Ax + t: W₁ ↦ W₁A, b₁ ↦ W₁t + b₁ inside and
+    # W₂ ↦ A⁻¹W₂, b₂ ↦ A⁻¹(b₂ − t) outside, so every closure cell is Aff(n).
     t = taxdl.taxonomy(tnn.Sequential([lin(), tnn.Tanh(), lin(seed=1)]))
     assert cells(t_obj := tnn.Sequential([lin(), tnn.Tanh(), lin(seed=1)])) == [
-        "GL(n)", "GL(n)", "GL(n)", "O(n)", "O(n)", "O(n)", "I_n", "I_n", "I_n"]
+        "Aff(n)", "Aff(n)", "Aff(n)", "O(n)", "O(n)", "O(n)", "I_n", "I_n", "I_n"]
     assert t == taxdl.taxonomy(t_obj)
 
 
@@ -127,7 +130,7 @@ def test_rectangular_chain_has_trivial_equivariant_cells():
     t = taxdl.taxonomy(tnn.MLP(3, [5], 2, activation="Tanh", key=jax.random.key(0)))
     assert [t.cell(g, "E").name for g in ("closure", "probabilistic", "algebraic")] == [
         "I_n"] * 3
-    assert t.cell("closure", "L").name == "GL(n)"
+    assert t.cell("closure", "L").name == "Aff(n)"  # the last layer's bias takes t
 
 
 def test_residual_keeps_the_inner_equivariance():

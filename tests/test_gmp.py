@@ -9,11 +9,12 @@ import numpy as np
 import pytest
 
 import taxdl.nn as tnn
-from taxdl.groups import GL, B, linear_element
+from taxdl.groups import GL, Affine, B, Euclidean, linear_element
 from taxdl.nn import GmPConv, GmPLinear, InputMeanNorm
 from taxdl.nn.functional import gmp_angles, gmp_direction, gmp_linear
 from taxdl.nn.layers._gmp_functional import sincos
 from taxdl.taxonomy import Flavour, perturb, transport
+from taxdl.testing import SymmetryViolation, assert_closure
 
 
 # ------------------------------------------------------------------ NumPy references
@@ -289,12 +290,28 @@ def test_errors():
 def test_taxonomy_depends_on_the_activation():
     relu_layer = GmPLinear(4, 4, key=jax.random.key(0))
     tanh_layer = GmPLinear(4, 4, jnp.tanh, key=jax.random.key(0))
-    assert relu_layer.taxonomy.cell("closure", "R").name == "GL(n)"
-    assert tanh_layer.taxonomy.cell("closure", "R").name == "O(n)"
+    # λ absorbs input translations: Aff(n) / E(n) on the right
+    assert relu_layer.taxonomy.cell("closure", "R").name == "Aff(n)"
+    assert tanh_layer.taxonomy.cell("closure", "R").name == "E(n)"
     forced = GmPLinear(4, 4, jnp.tanh, key=jax.random.key(0), positively_homogeneous=True)
-    assert forced.taxonomy.cell("closure", "R").name == "GL(n)"
+    assert forced.taxonomy.cell("closure", "R").name == "Aff(n)"
+    # zero padding does not move with a translation of the channels: GL(n) / O(n)
+    assert GmPConv(2, 2, 3, key=jax.random.key(0)).taxonomy.cell(
+        "closure", "R").name == "Aff(n)"
+    assert GmPConv(2, 2, 3, padding="SAME", key=jax.random.key(0)).taxonomy.cell(
+        "closure", "R").name == "GL(n)"
     assert relu_layer.taxonomy.cell("probabilistic", "L").name == "S_n"
     assert tanh_layer.taxonomy.cell("probabilistic", "E").name == "B_n"
+
+
+def test_translations_are_absorbed_by_lambda_unless_the_convolution_pads():
+    fast = dict(examples=5, batch=8)
+    assert_closure(GmPLinear(4, 3, jnp.tanh, key=jax.random.key(0)), Euclidean(), "R", **fast)
+    assert_closure(GmPConv(2, 2, 3, key=jax.random.key(0)), Affine(), "R", **fast)
+    # negative control: zero padding breaks the translation transport
+    with pytest.raises(SymmetryViolation):
+        assert_closure(GmPConv(2, 2, 3, padding="SAME", key=jax.random.key(0)), Affine(),
+                       "R", **fast)
 
 
 @eqx.filter_jit

@@ -63,7 +63,7 @@ def test_mlp_with_an_initialiser_takes_its_probabilistic_cells():
     # an untagged initialiser: nothing probabilistic is known
     t = taxdl.taxonomy(m)
     assert t.cell("probabilistic", "L").name == "I_n"
-    assert t.cell("closure", "L").name == "GL(n)"
+    assert t.cell("closure", "L").name == "Aff(n)"  # biased layers absorb translations
 
 
 @pytest.mark.parametrize("kwargs, match", [

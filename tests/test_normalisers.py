@@ -298,7 +298,9 @@ def test_table_rows_and_kinds():
     assert rows["BatchNorm"][5] == "B_n [data]"
     assert rows["SimpleIsotropicLayerNorm"] == ["ℝ×,+λ1", "ℝ×", "O(n)", "I_n", "ℝ×₊", "O(n)",
                                                 "I_n", "ℝ×₊", "I_n"]
-    assert rows["IsotropicLayerNorm"][:6] == ["GL(n)"] * 3 + ["I_n", "ℝ×₊", "O(n)"]
+    # the output bias absorbs translations on the left; σ(W_in x) does not on the right
+    assert rows["IsotropicLayerNorm"][:6] == ["Aff(n)"] + ["GL(n)"] * 2 + ["I_n", "ℝ×₊",
+                                                                          "O(n)"]
     tanh = taxdl.taxonomy(tnn.IsotropicLayerNorm(8, normalisation="tanh", key=jax.random.key(0)))
     assert tanh.cell("algebraic", "R").trivial
 

@@ -317,10 +317,10 @@ def closure_cells(ctx: Context, plan: Plan) -> tuple:
         for gen, fl, cell in ctx.declared or ():
             if gen is Generation.CLOSURE and not cell.trivial:
                 try:
-                    plan = make_plan(ctx, fl, cell.group, cell.out, _acted(ctx, cell))
+                    other = make_plan(ctx, fl, cell.group, cell.out, _acted(ctx, cell))
                 except NotApplicable:
                     continue
-                cells.append((fl.value, plan.sample))
+                cells.append((fl.value, other.sample))
         ctx.cache["closure_cells"] = tuple(cells)
     mine = (plan.flavour.value, plan.sample)
     if mine not in ctx.cache["closure_cells"]:

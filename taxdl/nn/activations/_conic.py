@@ -6,8 +6,8 @@ from jax import named_scope
 from jaxtyping import Array, Float
 
 from ...groups import (
+    Affine,
     ConeGroup,
-    GeneralLinear,
     Permutation,
     PositiveMonomial,
     RotatedConeGroup,
@@ -148,7 +148,7 @@ class CoLU(AbstractActivation):
     def taxonomy(self) -> Taxonomy:
         s, g = self.resolved()
         if g == 0 or s == 1:
-            return fixed(GeneralLinear(), note="G = 0 or S = 1: the identity map")
+            return fixed(Affine(), note="G = 0 or S = 1: the identity map")
         if s == 2:
             if self.projection == "soft":
                 return fixed(Permutation(), note="S = 2: component-wise SiLU (paper §3.2)")
@@ -214,7 +214,7 @@ class RCoLU(AbstractActivation):
     def taxonomy(self) -> Taxonomy:
         s, g = self.resolved()
         if g == 0 or s == 1:
-            return fixed(GeneralLinear(), note="G = 0 or S = 1: the identity map")
+            return fixed(Affine(), note="G = 0 or S = 1: the identity map")
         return fixed(RotatedConeGroup(cone_dim=s, scalings=self.eps == 0),
                      note="eq 5: the cone group of Theorem 4.7 rotated to the all-ones axes")
 

@@ -13,14 +13,14 @@ import equinox as eqx
 from jax import named_scope
 from jaxtyping import Array, Float
 
-from ...groups import GeneralLinear, Orthogonal
+from ...groups import Affine, Orthogonal
 from ...taxonomy import AbstractActivation, Taxonomy, register
 from .._numerics import finite_float
 from . import _functional as F
 from ._common import fixed
 
 _O = fixed(Orthogonal())
-_IDENTITY = fixed(GeneralLinear(), note="these hyperparameters make it the identity map")
+_IDENTITY = fixed(Affine(), note="these hyperparameters make it the identity map")
 
 
 @register(family="activation", formula="tanh(‖x‖) x̂", reference="isotropic paper eq 15")

@@ -72,10 +72,16 @@ def _floating(dtype, who: str):
     return dtype
 
 
-def _gmp_taxonomy(homogeneous: bool, odd: bool) -> Taxonomy:
+def _gmp_taxonomy(homogeneous: bool, odd: bool, shifts: bool = True) -> Taxonomy:
+    """`shifts`: whether λ absorbs input translations (not for a zero-padded convolution,
+    whose padding does not move with a shift)."""
     units = SignedPermutation() if odd else Permutation()
+    if shifts:
+        right = Affine() if homogeneous else Euclidean()
+    else:
+        right = GeneralLinear() if homogeneous else Orthogonal()
     return Taxonomy(
-        closure=(Monomial(), GeneralLinear() if homogeneous else Orthogonal(),
+        closure=(Monomial(), right,
                  Monomial() if homogeneous else SignedPermutation()),
         probabilistic=(units, Orthogonal(), units),
         note=("closure L: a permutation of units with per-unit scalings d ≠ 0 is absorbed by "
@@ -84,6 +90,8 @@ def _gmp_taxonomy(homogeneous: bool, odd: bool) -> Taxonomy:
                                     if homogeneous else
                                     "only for c = 1 (σ not positively homogeneous: O(n); "
                                     "E: the orthogonal monomials Bₙ)")
+              + ("; a translation t of the input is absorbed by λ ↦ λ + uᵀt (R: Aff(n) or "
+                 "E(n))" if shifts else "")
               + "; P: directions uniform on the sphere, λ = 0, r = 1 (Remark 3.5); "
               + ("σ odd: −σ(uᵀx) = σ(−uᵀx), so output sign flips keep the law (Bₙ)" if odd
                  else "r = 1 fixes the output signs (Sₙ)")),
@@ -149,9 +157,11 @@ class GmPLinear(AbstractLayer):
     GmP: "θ initialised to 0 or π uniformly at random and fixed throughout training").
     `sign` receives no gradient.
 
-    **Symmetry:** closure Bₙ on the left (permuting units and flipping r) and on both sides
-    (E); on the right GL when σ is positively homogeneous (ReLU, leaky ReLU: $u^T M = c\\,u'$
-    with $c > 0$ is absorbed by $r ↦ cr$, $λ ↦ λ/c$), else O(n). Probabilistically
+    **Symmetry:** closure Sₙ⋉(ℝ×)ⁿ on the left (permuting units and scaling r by any
+    d ≠ 0); on the right Aff(n) when σ is positively homogeneous (ReLU, leaky ReLU:
+    $u^T M = c\\,u'$ with $c > 0$ is absorbed by $r ↦ cr$, $λ ↦ λ/c$, and a translation t
+    by $λ ↦ λ + u^T t$), else the Euclidean group E(n); by conjugation (E) the monomials
+    for positively homogeneous σ, else Bₙ. Probabilistically
     Sₙ / O(n) / Sₙ (iid units with uniform directions; r = 1 rules out sign flips), or
     Bₙ / O(n) / Bₙ for an odd σ (a sign flip of a unit's output equals a flip of its
     uniformly distributed direction). Algebraically trivial.
@@ -304,7 +314,9 @@ class GmPConv(AbstractLayer):
     (filter directions uniform on the sphere, λ = 0, r = 1).
 
     **Symmetry** (the group acting on channels, at every pixel): as `GmPLinear`: closure
-    Bₙ / GL (O(n) for σ not positively homogeneous) / Bₙ, probabilistic Sₙ / O(n) / Sₙ
+    Sₙ⋉(ℝ×)ⁿ / Aff (E(n) for σ not positively homogeneous) / Sₙ⋉(ℝ×)ⁿ (Bₙ), with GL (O(n))
+    on the right instead when the convolution pads (the zero padding does not move with a
+    translation of the channels), probabilistic Sₙ / O(n) / Sₙ
     (Bₙ / O(n) / Bₙ for odd σ), algebraic trivial. (The checker sees it channels-last
     through the `as_function` hook.)
 
@@ -351,7 +363,8 @@ class GmPConv(AbstractLayer):
 
     @property
     def taxonomy(self) -> Taxonomy:
-        return _gmp_taxonomy(self.positively_homogeneous, self.odd)
+        unpadded = self.padding == "VALID" or self.padding == ((0, 0), (0, 0))
+        return _gmp_taxonomy(self.positively_homogeneous, self.odd, shifts=unpadded)
 
     def filters(self) -> Float[Array, "out c kh kw"]:
         """The unit-norm filters $u(θ_o)$, shape `(out, in, kh, kw)`."""

@@ -8,7 +8,7 @@ import jax.numpy as jnp
 from jax import named_scope
 from jaxtyping import Array, Float, PRNGKeyArray
 
-from ...groups import GeneralLinear, Orthogonal, Permutation, PositiveMonomial
+from ...groups import Affine, Orthogonal, Permutation, PositiveMonomial
 from ...taxonomy import (
     AbstractLayer,
     Flavour,
@@ -41,9 +41,11 @@ class Linear(AbstractLayer):
     """Affine layer $f(x) = Wx + b$ with isotropic Gaussian initialisation
     $W_{ij} \\sim \\mathcal N(0, 1/n_{in})$, $b = 0$.
 
-    **Symmetry:** closed under GL on both sides (parameters absorb any invertible map);
-    probabilistically O(n)-invariant/equivariant under its Gaussian initialisation;
-    algebraically trivial (Table 5.2, "Affine Layer").
+    **Symmetry:** closed under the affine group Aff(n) = GL(n) ⋉ ℝⁿ on every side: the
+    parameters absorb any invertible affine map $x \\mapsto Mx + t$, the bias taking the
+    translation (Table 5.2, "Affine Layer", gives GL(n), its hierarchy having no
+    translations); probabilistically O(n)-invariant/equivariant under its Gaussian
+    initialisation (the zero bias does not survive a translation); algebraically trivial.
 
     **Arguments:**
 
@@ -58,8 +60,9 @@ class Linear(AbstractLayer):
     out_features: int = eqx.field(static=True)
 
     taxonomy: ClassVar[Taxonomy] = Taxonomy(
-        closure=(GeneralLinear(), GeneralLinear(), GeneralLinear()),
+        closure=(Affine(), Affine(), Affine()),
         probabilistic=(Orthogonal(), Orthogonal(), Orthogonal()),
+        note="closure: the bias absorbs translations, so Aff(n) (Table 5.2 gives GL(n))",
     )
 
     def __init__(self, in_features: int, out_features: int, *, key: PRNGKeyArray,
@@ -79,12 +82,21 @@ class Linear(AbstractLayer):
         return self.weight @ x + self.bias
 
 
-def _affine_transport(weight, bias, flavour: Flavour, m, m_inv):
-    if flavour is Flavour.LEFT:  # g∘f: x ↦ M(Wx + b)
-        return m @ weight, m @ bias
-    if flavour is Flavour.RIGHT:  # f∘g: x ↦ W M x + b
-        return weight @ m, bias
-    return m_inv @ weight @ m, m_inv @ bias  # g⁻¹∘f∘g
+def _affine_transport(weight, bias, flavour: Flavour, m, t):
+    """Parameters of g∘f (L), f∘g (R) or g⁻¹∘f∘g (E) for f(x) = Wx + b and g(x) = Mx + t."""
+    if flavour is Flavour.LEFT:  # M(Wx + b) + t
+        return m @ weight, m @ bias + t
+    if flavour is Flavour.RIGHT:  # W(Mx + t) + b
+        return weight @ m, weight @ t + bias
+    m_inv = jnp.linalg.inv(m)  # M⁻¹(W(Mx + t) + b − t)
+    return m_inv @ weight @ m, m_inv @ (weight @ t + bias - t)
+
+
+def _transport_affine(layer, flavour, element):
+    d = layer.weight.dtype
+    w, b = _affine_transport(layer.weight, layer.bias, Flavour(flavour),
+                             element.matrix.astype(d), element.shift.astype(d))
+    return eqx.tree_at(lambda l: (l.weight, l.bias), layer, (w, b))
 
 
 @signature.register
@@ -99,10 +111,7 @@ def _(layer: Linear, key) -> Linear:
 
 @transport.register
 def _(layer: Linear, flavour, element, group) -> Linear:
-    m = element.matrix.astype(layer.weight.dtype)
-    w, b = _affine_transport(layer.weight, layer.bias, Flavour(flavour), m,
-                             jnp.linalg.inv(m))
-    return eqx.tree_at(lambda l: (l.weight, l.bias), layer, (w, b))
+    return _transport_affine(layer, flavour, element)
 
 
 @register(family="layer", name="Composed", formula="Σᵢ σ((Wx+b)·êᵢ) êᵢ",
@@ -112,10 +121,11 @@ class ElementwiseDense(AbstractLayer):
     """An affine map followed by elementwise ReLU, $f(x) = \\mathrm{ReLU}(Wx + b)$: the
     "Composed" row of Table 5.2 (isotropic paper §5.2).
 
-    **Symmetry:** closure Sₙ⋉(ℝ×₊)ⁿ / GL / Sₙ⋉(ℝ×₊)ⁿ: on the left (and by conjugation)
+    **Symmetry:** closure Sₙ⋉(ℝ×₊)ⁿ / Aff / Sₙ⋉(ℝ×₊)ⁿ: on the left (and by conjugation)
     permutations with positive per-unit scalings $PD$ are absorbed, $PD\\,\\mathrm{ReLU}(Wx
     + b) = \\mathrm{ReLU}(PDWx + PDb)$ (ReLU is positively homogeneous; the paper's Table 5.2
-    gives Sₙ); input maps by $W ↦ WA$. Probabilistically Sₙ / O(n) / Sₙ under the
+    gives Sₙ); input maps $x ↦ Ax + t$ by $W ↦ WA$, $b ↦ Wt + b$ (the paper gives GL).
+    Probabilistically Sₙ / O(n) / Sₙ under the
     Gaussian initialisation; algebraically trivial.
     """
 
@@ -125,10 +135,11 @@ class ElementwiseDense(AbstractLayer):
     out_features: int = eqx.field(static=True)
 
     taxonomy: ClassVar[Taxonomy] = Taxonomy(
-        closure=(PositiveMonomial(), GeneralLinear(), PositiveMonomial()),
+        closure=(PositiveMonomial(), Affine(), PositiveMonomial()),
         probabilistic=(Permutation(), Orthogonal(), Permutation()),
         note="closure L/E: ReLU is positively homogeneous, so positive per-unit scalings are "
-             "absorbed as well as permutations (Table 5.2 gives Sₙ)",
+             "absorbed as well as permutations (Table 5.2 gives Sₙ); closure R: the bias "
+             "absorbs input translations, so Aff(n) (Table 5.2 gives GL(n))",
     )
 
     def __init__(self, in_features: int, out_features: int, *, key: PRNGKeyArray,
@@ -161,7 +172,4 @@ def _(layer: ElementwiseDense, key) -> ElementwiseDense:
 
 @transport.register
 def _(layer: ElementwiseDense, flavour, element, group) -> ElementwiseDense:
-    m = element.matrix.astype(layer.weight.dtype)
-    w, b = _affine_transport(layer.weight, layer.bias, Flavour(flavour), m,
-                             jnp.linalg.inv(m))
-    return eqx.tree_at(lambda l: (l.weight, l.bias), layer, (w, b))
+    return _transport_affine(layer, flavour, element)

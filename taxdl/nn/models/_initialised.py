@@ -9,7 +9,7 @@ import jax.numpy as jnp
 from jax import named_scope
 from jaxtyping import Array, Float, PRNGKeyArray
 
-from ...groups import GeneralLinear, Orthogonal
+from ...groups import Affine, GeneralLinear, Orthogonal
 from ...taxonomy import (
     AbstractLayer,
     Flavour,
@@ -26,7 +26,8 @@ class InitialisedLinear(AbstractLayer):
     """Affine layer $f(x) = Wx + b$ (or linear, $f(x) = Wx$, with `use_bias=False`) with
     $W$ drawn by `init` and $b = 0$.
 
-    **Symmetry:** closed under GL on every side (as [`Linear`][taxdl.nn.Linear]); the
+    **Symmetry:** closed under Aff(n) on every side with a bias (as
+    [`Linear`][taxdl.nn.Linear]), under GL(n) without one; the
     probabilistic cells are those of the initialiser (whose declaration is that of
     $x \\mapsto Wx$ with $W$ so drawn, isotropic paper App. A.2), O(n) for the default
     Gaussian; algebraically trivial.
@@ -67,7 +68,7 @@ class InitialisedLinear(AbstractLayer):
 
     @property
     def taxonomy(self) -> Taxonomy:
-        gl = GeneralLinear()
+        gl = GeneralLinear() if self.bias is None else Affine()
         if self.init is None:
             o = Orthogonal()
             return Taxonomy(closure=(gl, gl, gl), probabilistic=(o, o, o),

@@ -9,6 +9,7 @@ from jax import named_scope
 from jaxtyping import Array, Float, PRNGKeyArray
 
 from ...groups import (
+    Affine,
     GeneralLinear,
     Orthogonal,
     ScaleShift,
@@ -109,7 +110,7 @@ _ISO_NORMS = ("unit", "tanh")
 def _iso_ln_taxonomy(normalisation: str) -> Taxonomy:
     right = Scaling(positive=True) if normalisation == "unit" else None
     return Taxonomy(
-        closure=(GeneralLinear(), GeneralLinear(), GeneralLinear()),
+        closure=(Affine(), GeneralLinear(), GeneralLinear()),
         probabilistic=(None, right, Orthogonal()),
         algebraic=(None, right, None),
         note=("tied initialisation W_out = √n W_inᵀ: P is O(n)-conjugation invariant only; "

@@ -67,11 +67,11 @@ def _time_taxonomy(within, rate: float, note: str) -> Taxonomy:
     """Scalings × `within` at closure and (time-like) probabilistic level, scalings only
     algebraically (each realisation is linear); the identity when rate = 0."""
     if rate == 0:
-        from ...groups import GeneralLinear
+        from ...groups import Affine
 
-        return Taxonomy(closure=(None, None, GeneralLinear()),
-                        probabilistic=(None, None, GeneralLinear()),
-                        algebraic=(None, None, GeneralLinear()), kind="time",
+        return Taxonomy(closure=(None, None, Affine()),
+                        probabilistic=(None, None, Affine()),
+                        algebraic=(None, None, Affine()), kind="time",
                         note="rate 0: the identity")
     group = Product(Scaling(), within)
     return Taxonomy(closure=(None, None, group), probabilistic=(None, None, group),

@@ -6,7 +6,7 @@ import jax.numpy as jnp
 from jax import named_scope
 from jaxtyping import Array, Float, PRNGKeyArray
 
-from ...groups import GeneralLinear, Orthogonal, is_subgroup
+from ...groups import Affine, Orthogonal, is_subgroup
 from ...taxonomy import (
     AbstractLayer,
     Flavour,
@@ -90,7 +90,7 @@ class MultiHeadSum(AbstractLayer):
     @property
     def taxonomy(self) -> Taxonomy:
         g = _activation_group(self.activation)
-        return Taxonomy(closure=(g, GeneralLinear(), g),
+        return Taxonomy(closure=(g, Affine(), g),
                         probabilistic=(g, Orthogonal(), g),
                         note="L and E: the activation's algebraic-E group")
 
@@ -155,8 +155,9 @@ class MultiHeadAffineSum(AbstractLayer):
 
     @property
     def taxonomy(self) -> Taxonomy:
-        return Taxonomy(closure=(GeneralLinear(), GeneralLinear(), GeneralLinear()),
-                        probabilistic=(Orthogonal(), Orthogonal(), Orthogonal()))
+        return Taxonomy(closure=(Affine(), Affine(), Affine()),
+                        probabilistic=(Orthogonal(), Orthogonal(), Orthogonal()),
+                        note="closure: the biases absorb translations")
 
     @named_scope("taxdl.MultiHeadAffineSum")
     def __call__(self, x: Float[Array, " n"], *, key=None) -> Float[Array, " m"]:
