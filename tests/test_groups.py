@@ -474,8 +474,9 @@ def test_affine_linear_part_is_the_well_conditioned_gl_draw():
 
 def test_affine_hierarchy_edges():
     T, E, A = G.Translations(), G.Euclidean(), G.Affine()
+    DA = G.DiagonalAffine()
     edges = [(G.Translation(), T), (T, E), (G.Orthogonal(), E), (E, A),
-             (G.GeneralLinear(), A), (G.ScaleShift(), A)]
+             (G.GeneralLinear(), A), (G.ScaleShift(), DA), (T, DA), (DA, A)]
     for small, big in edges:
         assert G.is_subgroup(small, big), (small.name, big.name)
         assert not G.is_subgroup(big, small), (big.name, small.name)
@@ -483,7 +484,7 @@ def test_affine_hierarchy_edges():
     assert [s.name for s in G.Translation(5).supergroups()] == ["ℝ×₊,+λ1", "T(5)"]
     assert [s.name for s in G.Orthogonal(5).supergroups()] == ["GL(5)", "E(5)"]
     assert [s.name for s in G.GeneralLinear(5).supergroups()] == ["Aff(5)"]
-    assert [s.name for s in G.ScaleShift(5).supergroups()] == ["Aff(5)"]
+    assert [s.name for s in G.ScaleShift(5).supergroups()] == ["(ℝ×)^5⋉ℝ^5"]
     assert [s.name for s in G.ScaleShift(5, positive=True).supergroups()] == ["ℝ×,+λ1"]
     assert G.Affine(5).supergroups() == ()
     # transitive consequences, and what is not included
@@ -496,6 +497,30 @@ def test_affine_hierarchy_edges():
     assert not G.is_subgroup(T, G.ScaleShift()) and not G.is_subgroup(G.ScaleShift(), E)
     assert not G.is_subgroup(E, G.GeneralLinear()) and not G.is_subgroup(T, G.Orthogonal())
     assert not G.is_subgroup(G.Unitary(), A)
+
+
+def test_diagonal_groups():
+    D, DA = G.Diagonal(), G.DiagonalAffine()
+    for small, big in [(G.Scaling(), D), (D, G.Monomial()), (D, DA), (G.ScaleShift(), DA),
+                       (G.Translations(), DA), (DA, G.Affine())]:
+        assert G.is_subgroup(small, big) and not G.is_subgroup(big, small), (small, big)
+    assert [s.name for s in G.Scaling(5).supergroups()] == ["(ℝ×)^5", "ℝ×,+λ1"]
+    assert [s.name for s in G.Diagonal(5).supergroups()] == ["S_5⋉(ℝ×)^5", "(ℝ×)^5⋉ℝ^5"]
+    assert not G.is_subgroup(D, G.Orthogonal()) and not G.is_subgroup(DA, G.Euclidean())
+    assert not G.is_subgroup(G.Permutation(), DA)
+    # samples: diagonal with entries of both signs in [½, 2] in magnitude; membership
+    d = np.asarray(G.Diagonal(6).sample(jax.random.key(0), 200).matrix)
+    diag = np.diagonal(d, axis1=1, axis2=2)
+    np.testing.assert_array_equal(d, diag[:, :, None] * np.eye(6))
+    assert np.all((np.abs(diag) >= 0.5 - 1e-6) & (np.abs(diag) <= 2 + 1e-6))
+    assert (diag < 0).any() and (diag > 0).any()
+    da = G.DiagonalAffine(6).sample(jax.random.key(1), 50)
+    assert np.asarray(G.DiagonalAffine(6).contains(da)).all()
+    assert not np.asarray(G.Diagonal(6).contains(da)).any()  # non-zero shifts
+    assert not np.asarray(G.Diagonal(6).contains(G.Monomial(6).sample(
+        jax.random.key(2), 50))).all()  # some permutation is not the identity
+    assert not np.asarray(G.DiagonalAffine(6).contains(G.Affine(6).sample(
+        jax.random.key(3), 20))).any()
 
 
 def test_affine_families_in_products():

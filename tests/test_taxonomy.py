@@ -11,6 +11,7 @@ import taxdl
 from taxdl.groups import (
     GL,
     B,
+    DiagonalAffine,
     I,
     O,
     OrthogonalComplement,
@@ -34,8 +35,9 @@ TABLE_5_2 = {
     "CrossEntropy": ["I_n", "S_n", "I_n", "I_n", "S_n", "I_n", "I_n", "S_n", "I_n"],
     "IsotropicTanh": ["I_n", "I_n", "O(n)", "I_n", "I_n", "O(n)", "I_n", "I_n", "O(n)"],
     # vector γ: Table 5.2's O(n−1) in closure/probabilistic E is refuted by the checker on
-    # a generic γ (R⁻¹ diag(γ) R is not diagonal): the class is closed under Sₙ only.
-    "LayerNorm (vector γ,β)": ["ℝ×,+λ1", "ℝ×,+λ1", "S_n", "I_n", "ℝ×₊,+λ1", "S_n",
+    # a generic γ (R⁻¹ diag(γ) R is not diagonal): the class is closed under Sₙ only; on
+    # the left γ ⊙ y + β absorbs any D y + t with D diagonal.
+    "LayerNorm (vector γ,β)": ["(ℝ×)^n⋉ℝ^n", "ℝ×,+λ1", "S_n", "I_n", "ℝ×₊,+λ1", "S_n",
                                "I_n", "ℝ×₊,+λ1", "I_n"],
     "LayerNorm (scalar γ,β)": ["ℝ×,+λ1", "ℝ×,+λ1", "O(n-1)", "I_n", "ℝ×₊,+λ1", "O(n-1)",
                                "I_n", "ℝ×₊,+λ1", "O(n-1)"],
@@ -68,6 +70,7 @@ def test_table_marks_every_departure_from_the_paper():
     t = taxdl.table()
     diffs = {(name, header) for name, header, _, _ in t.paper_differences()}
     assert diffs == {
+        ("LayerNorm (vector γ,β)", "C-L"),
         ("LayerNorm (vector γ,β)", "C-E"), ("LayerNorm (vector γ,β)", "P-E"),
         ("LayerNorm (vector γ,β)", "P-R"), ("LayerNorm (vector γ,β)", "A-R"),
         ("LayerNorm (scalar γ,β)", "P-R"), ("LayerNorm (scalar γ,β)", "A-R"),
@@ -139,7 +142,8 @@ def test_taxonomy_of_classes_and_instances():
     # ε > 0 breaks the scale invariance: the declaration follows the hyperparameter
     ln_eps = taxdl.nn.LayerNorm(6, "scalar", eps=1e-5)
     assert taxdl.taxonomy(ln_eps).cell("algebraic", "R").name == "+λ1"
-    assert taxdl.taxonomy(taxdl.nn.LayerNorm).cell("closure", "L").group == ScaleShift()
+    assert taxdl.taxonomy(taxdl.nn.LayerNorm).cell("closure", "L").group == DiagonalAffine()
+    assert taxdl.taxonomy(ln).cell("closure", "L").group == ScaleShift()
     with pytest.raises(TypeError, match="carries no taxonomy"):
         taxdl.taxonomy(object())
 

@@ -4,6 +4,8 @@ Sampling (Haar where compact), membership, the subgroup hierarchy and representa
 """
 
 from ._affine import Affine as Affine
+from ._affine import Diagonal as Diagonal
+from ._affine import DiagonalAffine as DiagonalAffine
 from ._affine import Euclidean as Euclidean
 from ._affine import Translations as Translations
 from ._base import AbstractGroup as AbstractGroup

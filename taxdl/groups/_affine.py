@@ -1,12 +1,15 @@
 """Groups of affine maps of ℝⁿ: all translations T(n), the Euclidean group
-E(n) = O(n) ⋉ ℝⁿ and the affine group Aff(n) = GL(n) ⋉ ℝⁿ.
+E(n) = O(n) ⋉ ℝⁿ, the affine group Aff(n) = GL(n) ⋉ ℝⁿ, and the coordinate-wise
+groups (ℝ×)ⁿ (invertible diagonal matrices) and (ℝ×)ⁿ ⋉ ℝⁿ (per-coordinate scale and
+shift, the maps a per-channel affine γ ⊙ y + β absorbs).
 
 None of them is compact (the translations are not), so `sample` follows the distribution
 documented on each class (**not Haar**): the translation part is standard Gaussian, the
 linear part is Haar-orthogonal for E(n) and the well-conditioned GL(n) draw for Aff(n).
 
 Hierarchy (registered in `_hierarchy`): +λ1 ⊂ T(n) ⊂ E(n) ⊂ Aff(n), O(n) ⊂ E(n),
-GL(n) ⊂ Aff(n) and (ℝ×, +λ1) ⊂ Aff(n).
+GL(n) ⊂ Aff(n); ℝ× ⊂ (ℝ×)ⁿ ⊂ Sₙ⋉(ℝ×)ⁿ, (ℝ×)ⁿ ⊂ (ℝ×)ⁿ ⋉ ℝⁿ ⊂ Aff(n),
+T(n) ⊂ (ℝ×)ⁿ ⋉ ℝⁿ and (ℝ×, +λ1) ⊂ (ℝ×)ⁿ ⋉ ℝⁿ.
 """
 
 from typing import ClassVar
@@ -22,6 +25,10 @@ from ._base import (
     haar_orthogonal,
     is_identity,
     is_orthogonal,
+    linear_element,
+    log_uniform,
+    random_signs,
+    zero_shift,
 )
 from ._real import GeneralLinear
 
@@ -96,3 +103,58 @@ class Affine(AbstractNoncompactGroup):
         m = element.matrix
         finite = jnp.all(jnp.isfinite(m), axis=(-2, -1))
         return finite & (jnp.abs(jnp.linalg.det(m)) > atol) & _finite_shift(element)
+
+
+def _random_diagonals(key, num: int, n: int, dtype) -> Array:
+    ks, kd = jax.random.split(key)
+    d = random_signs(ks, num, n, dtype) * log_uniform(kd, (num, n), dtype)
+    return d[:, :, None] * jnp.eye(n, dtype=dtype)
+
+
+def _invertible_diagonal(m, atol) -> Bool[Array, "*batch"]:
+    diag = jnp.diagonal(m, axis1=-2, axis2=-1)
+    off = m - diag[..., :, None] * jnp.eye(m.shape[-1], dtype=m.dtype)
+    return (jnp.max(jnp.abs(off), axis=(-2, -1)) <= atol) & jnp.all(
+        jnp.abs(diag) > atol, axis=-1)
+
+
+class Diagonal(AbstractNoncompactGroup):
+    """The invertible diagonal matrices (ℝ×)ⁿ, $x \\mapsto Dx$: an independent non-zero
+    scaling of every coordinate. A per-coordinate gain γ ⊙ y absorbs them on its output
+    side ($D(γ ⊙ y) = (Dγ) ⊙ y$).
+
+    Not compact: `sample` draws independent signs and magnitudes with $\\log|d_i|$
+    uniform on $[\\log\\tfrac12, \\log 2]$ (**not Haar**).
+    """
+
+    n: int | None = eqx.field(static=True, default=None)
+    symbol: ClassVar[str] = "ℝ×ⁿ"
+    name_template: ClassVar[str] = "(ℝ×)^{n}"
+
+    def _sample(self, key, num, dtype):
+        return linear_element(_random_diagonals(key, num, self.n, dtype))
+
+    def _contains(self, element, atol):
+        return _invertible_diagonal(element.matrix, atol) & zero_shift(element, atol)
+
+
+class DiagonalAffine(AbstractNoncompactGroup):
+    """Per-coordinate affine maps (ℝ×)ⁿ ⋉ ℝⁿ, $x \\mapsto Dx + t$ with $D$ an invertible
+    diagonal: the output maps a per-channel affine γ ⊙ y + β absorbs
+    ($D(γ ⊙ y + β) + t = (Dγ) ⊙ y + (Dβ + t)$), e.g. LayerNorm's and BatchNorm's.
+
+    Not compact: `sample` draws $D$ as [`Diagonal`][taxdl.groups.Diagonal] does and,
+    independently, $t \\sim \\mathcal N(0, I_n)$ (**not Haar**).
+    """
+
+    n: int | None = eqx.field(static=True, default=None)
+    symbol: ClassVar[str] = "ℝ×ⁿ⋉ℝⁿ"
+    name_template: ClassVar[str] = "(ℝ×)^{n}⋉ℝ^{n}"
+
+    def _sample(self, key, num, dtype):
+        kd, kt = jax.random.split(key)
+        return Element(_random_diagonals(kd, num, self.n, dtype),
+                       _gaussian_shift(kt, num, self.n, dtype))
+
+    def _contains(self, element, atol):
+        return _invertible_diagonal(element.matrix, atol) & _finite_shift(element)

@@ -70,6 +70,8 @@ import jax.numpy as jnp
 from ..groups import (
     AbstractGroup,
     Affine,
+    Diagonal,
+    DiagonalAffine,
     Element,
     Euclidean,
     EvenSignedPermutation,
@@ -238,6 +240,8 @@ def _linear_part(g: AbstractGroup) -> AbstractGroup:
         return Orthogonal()
     if isinstance(g, Affine):
         return GeneralLinear()
+    if isinstance(g, DiagonalAffine):
+        return Diagonal()
     if isinstance(g, Product):
         return Product(*(_linear_part(f) for f in g.factors), n=g.n)
     return g
@@ -561,6 +565,8 @@ _DIMENSION = {
     "Euclidean": lambda g, n: n * (n - 1) // 2 + n,
     "Translations": lambda g, n: n,
     "Monomial": lambda g, n: n,
+    "Diagonal": lambda g, n: n,
+    "DiagonalAffine": lambda g, n: 2 * n,
     "Scaling": lambda g, n: 1,
     "Translation": lambda g, n: 1,
     "ScaleShift": lambda g, n: 2,

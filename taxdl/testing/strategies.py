@@ -35,8 +35,8 @@ from ..groups import AbstractGroup, Element
 from ._engine import real_dtype, sample_elements
 
 __all__ = [
-    "EDGE_CASES", "affine", "all_translations", "argument_inputs", "dihedral", "elements",
-    "euclidean", "even_signed_permutations", "general_linear", "inputs", "keys", "lorentz",
+    "EDGE_CASES", "affine", "all_translations", "argument_inputs", "diagonal_affine",
+    "diagonals", "dihedral", "elements", "euclidean", "even_signed_permutations", "general_linear", "inputs", "keys", "lorentz",
     "monomials", "orthogonal", "orthogonal_complement", "permutation_phases",
     "permutations", "positive_monomials", "scale_shifts", "scalings", "seeds",
     "signed_permutations", "simplex", "special_orthogonal", "su2", "translations",
@@ -238,6 +238,16 @@ def monomials(n: int, num: int = 1, dtype=jnp.float32):
     """Elements PD of Sₙ⋉(ℝ×)ⁿ: a uniform signed permutation, magnitudes log-uniform in
     [½, 2]."""
     return elements(G.Monomial(), n, num, dtype)
+
+
+def diagonals(n: int, num: int = 1, dtype=jnp.float32):
+    """Elements D of (ℝ×)ⁿ: independent signs, magnitudes log-uniform in [½, 2]."""
+    return elements(G.Diagonal(), n, num, dtype)
+
+
+def diagonal_affine(n: int, num: int = 1, dtype=jnp.float32):
+    """Elements x ↦ Dx + t of (ℝ×)ⁿ⋉ℝⁿ: D as in `diagonals`, t ~ N(0, I)."""
+    return elements(G.DiagonalAffine(), n, num, dtype)
 
 
 def scale_shifts(n: int, num: int = 1, dtype=jnp.float32, positive: bool = False):

@@ -19,6 +19,8 @@ from jaxtyping import Array, Float
 
 from ...groups import (
     BlockDiagonal,
+    Diagonal,
+    DiagonalAffine,
     Permutation,
     ScaleShift,
     Scaling,
@@ -49,7 +51,8 @@ class RMSNorm(AbstractNormaliser):
     **Symmetry:** no mean removal, so unlike LayerNorm nothing singles out $\\mathbf 1$:
     algebraically ℝ×₊-right-invariant (ε = 0) and equivariant only to what commutes with
     every $\\operatorname{diag}(γ)$ (diagonal sign flips, not a hierarchy family: I).
-    Closure: γ absorbs scalings on the left and sign flips on the right (ℝ×), and
+    Closure: γ absorbs every diagonal map on the left ((ℝ×)ⁿ: $D(γ ⊙ y) = (Dγ) ⊙ y$)
+    and global sign flips on the right (ℝ×), and
     conjugation by a signed permutation only permutes γ (Bₙ); a rotation does not keep
     $\\operatorname{diag}(γ)$ diagonal. Probabilistic (γ = 1 point mass): Bₙ, ℝ×₊ (eq 30
     caps the O(n)-equivariance of $\\sqrt n\\,\\hat x$ at the closure group).
@@ -70,7 +73,7 @@ class RMSNorm(AbstractNormaliser):
     def taxonomy(self) -> Taxonomy:
         right = Scaling(positive=True) if self.eps == 0 else None
         return Taxonomy(
-            closure=(Scaling(), Scaling() if self.eps == 0 else None, SignedPermutation()),
+            closure=(Diagonal(), Scaling() if self.eps == 0 else None, SignedPermutation()),
             probabilistic=(None, right, SignedPermutation()),
             algebraic=(None, right, None),
             note="γ = 1 is √n x̂ (O(n)-equivariant) but rotations leave the vector-γ class"
@@ -97,7 +100,7 @@ def _(norm: RMSNorm, key) -> RMSNorm:
 
 @transport.register
 def _(norm: RMSNorm, flavour, element, group) -> RMSNorm:
-    """L ($y \\mapsto ay$): γ ↦ aγ. R ($x \\mapsto ax$): γ ↦ sign(a)γ. E (signed
+    """L ($y \\mapsto Dy$, D diagonal): γ ↦ Dγ. R ($x \\mapsto ax$): γ ↦ sign(a)γ. E (signed
     permutation $S$): γ ↦ |S|⁻¹γ; for other $M$ the nearest diagonal
     $\\operatorname{diag}(M^{-1}\\operatorname{diag}(γ)M)$ (exact only if that is diagonal)."""
     flavour = Flavour(flavour)
@@ -122,7 +125,7 @@ def _grouped_taxonomy(n: int, groups: int, eps: float, what: str) -> Taxonomy:
     right_alg = ScaleShift(positive=True) if eps == 0 else Translation()
     right_clo = ScaleShift() if eps == 0 else Translation()
     return Taxonomy(
-        closure=(ScaleShift(), right_clo, within),
+        closure=(DiagonalAffine(), right_clo, within),
         probabilistic=(None, right_alg, within),
         algebraic=(None, right_alg, None),
         note=(f"{what}: statistics per group of {c} channel(s); permuting groups as blocks "
@@ -157,7 +160,8 @@ class GroupNorm(AbstractNormaliser):
     (ℝ×₊, +λ1)-right-invariant (ε = 0; each group's mean and scale are removed);
     equivariance only to permutations within each group (Sₙ for one group, Bₙ for one
     channel per group) — at closure and probabilistic level, algebraically trivial for
-    a trained γ, β.
+    a trained γ, β. Closure L: the per-channel γ, β absorb every per-channel affine map
+    ((ℝ×)ⁿ⋉ℝⁿ).
 
     **Arguments:** `n` channels, `groups` (a divisor of n), `eps` (≥ 0, default 0),
     `dtype`. Inputs have shape `(*spatial, n)`.
@@ -200,7 +204,8 @@ class InstanceNorm(AbstractNormaliser):
     Bₙ at closure and probabilistic level (algebraically trivial for a trained γ, β;
     Bₙ-equivariant when β = 0 and γ is constant, as App. A.1 notes); never O(n) — a
     rotation mixes channels with different statistics. Right-invariant to (ℝ×₊, +λ1)
-    with ε = 0 (any per-channel shift and positive scale, in fact).
+    with ε = 0 (any per-channel shift and positive scale, in fact). Closure L: the
+    per-channel γ, β absorb every per-channel affine map ((ℝ×)ⁿ⋉ℝⁿ).
 
     **Arguments:** `n` channels, `eps` (≥ 0, default 0), `dtype`. Inputs have shape
     `(*spatial, n)`; the checker uses 4 spatial positions. With no spatial axis every
@@ -258,7 +263,7 @@ def _(norm: InstanceNorm, key) -> InstanceNorm:
 
 @transport.register
 def _(norm: GroupNorm, flavour, element, group) -> GroupNorm:
-    """L ($aI + t$): γ ↦ aγ, β ↦ aβ + t. R: γ ↦ sign(a)γ. E ($M$): γ ↦
+    """L ($D + t$, D diagonal): γ ↦ Dγ, β ↦ Dβ + t. R: γ ↦ sign(a)γ. E ($M$): γ ↦
     diag(M⁻¹ diag(γ) M), β ↦ M⁻¹β — exact for within-group permutations."""
     return _grouped_transport(norm, flavour, element)
 

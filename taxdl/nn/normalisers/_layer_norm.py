@@ -5,7 +5,13 @@ import equinox as eqx
 from jax import named_scope
 from jaxtyping import Array, Float
 
-from ...groups import OrthogonalComplement, Permutation, ScaleShift, Translation
+from ...groups import (
+    DiagonalAffine,
+    OrthogonalComplement,
+    Permutation,
+    ScaleShift,
+    Translation,
+)
 from ._checks import check_eps, check_input, check_n
 from ._functional import layer_norm
 from ...taxonomy import (
@@ -29,11 +35,13 @@ def _ln_taxonomy(scalar: bool, eps: float) -> Taxonomy:
     equi = OrthogonalComplement() if scalar else Permutation()
     note = "ℝ× on the right holds for a > 0 only (LN(−x) = −x̂ before γ, β)"
     if not scalar:
+        note += ("; L: γ ⊙ y + β absorbs every per-coordinate affine map D y + t, so "
+                 "(ℝ×)ⁿ⋉ℝⁿ (Table 5.2 gives ℝ×,+λ1)")
         note += ("; E: Table 5.2 has O(n−1), but R⁻¹ diag(γ) R is not diagonal for a "
                  "generic γ, so the class is closed under Sₙ only (γ = 1 is O(n−1)-"
                  "equivariant, which eq 30 caps at Sₙ)")
     return Taxonomy(
-        closure=(ScaleShift(), right_clo, equi),
+        closure=(ScaleShift() if scalar else DiagonalAffine(), right_clo, equi),
         probabilistic=(None, right_alg, equi),
         algebraic=(None, right_alg, OrthogonalComplement() if scalar else None),
         note=note + ("" if eps == 0 else "; ε > 0 breaks scale invariance"),
@@ -44,7 +52,9 @@ class LayerNorm(AbstractNormaliser):
     """LayerNorm over the last axis (eq 43) with vector (`"vector"`) or scalar
     (`"scalar"`) γ and β, initialised to γ = 1, β = 0.
 
-    **Symmetry (Table 5.2):** closure L = ℝ×, +λ1 (absorbed by γ, β); R = ℝ×₊, +λ1
+    **Symmetry (Table 5.2):** closure L = ℝ×, +λ1 (absorbed by γ, β) for scalar γ, β, and
+    for vector γ, β every per-coordinate affine map $Dy + t$ ($γ ↦ Dγ$, $β ↦ Dβ + t$):
+    the group (ℝ×)ⁿ⋉ℝⁿ, larger than the table's ℝ×, +λ1; R = ℝ×₊, +λ1
     (mean and scale are removed; a negative scale flips the sign, so only ℝ×₊ holds
     algebraically); E = O(n−1) fixing the all-ones direction for scalar γ, β (closure,
     probabilistic and algebraic). For vector γ, β the paper's table gives O(n−1) for
@@ -144,7 +154,8 @@ def _(ln: ScalarLayerNorm, key) -> ScalarLayerNorm:
 def _(ln: LayerNorm, flavour, element, group) -> LayerNorm:
     """Parameter transport for the closure cells (exact on the declared groups).
 
-    - L, $g: y \\mapsto a y + λ\\mathbf 1$: $γ \\mapsto aγ$, $β \\mapsto aβ + λ\\mathbf 1$.
+    - L, $g: y \\mapsto Dy + t$ ($D$ diagonal; $D = aI$, $t = λ\\mathbf 1$ for scalar γ, β):
+      $γ \\mapsto Dγ$, $β \\mapsto Dβ + t$.
     - R, $g: x \\mapsto a x + λ\\mathbf 1$: the normalised vector changes by $\\operatorname{sign}
       a$ (ε = 0), absorbed by $γ \\mapsto \\operatorname{sign}(a)γ$.
     - E, $g = R$ with $R\\mathbf 1 = \\mathbf 1$: $g^{-1}∘f∘g\\,(x) = R^{-1}\\operatorname{diag}(γ)R\\,

@@ -19,8 +19,9 @@ from jax import named_scope
 from jaxtyping import Array, Float
 
 from ...groups import (
+    Affine,
+    DiagonalAffine,
     Element,
-    GeneralLinear,
     Orthogonal,
     ScaleShift,
     SignedPermutation,
@@ -121,7 +122,7 @@ def _gaussian_batch(key, batch_shape, n: int, dtype) -> Array:
 # ======================================================================= Chi-normaliser
 def _chi_taxonomy() -> Taxonomy:
     return Taxonomy(
-        closure=(ScaleShift(), ScaleShift(), GeneralLinear()),
+        closure=(ScaleShift(), ScaleShift(), Affine()),
         probabilistic=(None, None, Orthogonal()),
         kind="data",
         note="data-like: over batches of isotropic (Gaussian) data; closure treats the "
@@ -148,8 +149,9 @@ class ChiNorm(AbstractNormaliser, eqx.nn.StatefulLayer):
     rotated by $R$ has statistics $(Rμ_B, ρ_B)$, so $R^{-1}∘f_B∘R$ and $f_B$ have the same
     law (with $\\vec β$ at its initialisation 0). No per-example function is
     algebraically equivariant ($μ_B ≠ 0$). Treating the statistics as parameters, the
-    per-batch class $\\{αx + b\\}$ is closed under GL conjugation and under scalings and
-    shifts on either side.
+    per-batch class $\\{αx + b\\}$ is closed under conjugation by any affine map (Aff(n):
+    $M^{-1}(α(Mx + t) + b - t) = αx + M^{-1}(αt + b - t)$) and under scalings and shifts
+    on either side.
 
     **Arguments:**
 
@@ -224,7 +226,9 @@ class BatchNorm(AbstractNormaliser, eqx.nn.StatefulLayer):
     per-coordinate rescaling $\\operatorname{diag}(1/σ_B)$ does not commute with it even in
     law (App. A.1: "not algebraic nor probabilistically equivariant to orthogonal group
     actions"). Treating statistics as parameters, the class of diagonal affine maps is
-    closed under signed-permutation conjugation and scalings/shifts on either side.
+    closed under signed-permutation conjugation and under every per-coordinate affine map
+    $Dx + t$ on either side ((ℝ×)ⁿ⋉ℝⁿ: γ, β absorb it on the left, the statistics on the
+    right).
 
     **Arguments:** as [`ChiNorm`][taxdl.nn.ChiNorm].
     """
@@ -239,7 +243,7 @@ class BatchNorm(AbstractNormaliser, eqx.nn.StatefulLayer):
     momentum: float = eqx.field(static=True)
 
     taxonomy: ClassVar[Taxonomy] = Taxonomy(
-        closure=(ScaleShift(), ScaleShift(), SignedPermutation()),
+        closure=(DiagonalAffine(), DiagonalAffine(), SignedPermutation()),
         probabilistic=(None, None, SignedPermutation()),
         kind="data",
         note="data-like: over batches of isotropic (Gaussian) data; per-coordinate "
@@ -411,10 +415,12 @@ def _data_function(norm, key, batch_shape, element: Element | None = None,
 def _move(norm, flavour, element, gamma, beta, mean, scale):
     """Parameters θ = (γ, β, μ, scale) moved by g, with the batch statistics treated as
     parameters: f_{g·θ} = g∘f_θ (L), f_θ∘g (R) or g⁻¹∘f_θ∘g (E). Exact for g = aI + t1 (L,
-    R) and for every affine g (E, ChiNorm) or signed permutation (E, BatchNorm)."""
+    R; every per-coordinate Dx + t for BatchNorm) and for every affine g (E, ChiNorm) or
+    signed permutation (E, BatchNorm)."""
     d = beta.dtype
     m, t = element.matrix.astype(d), element.shift.astype(d)
-    a = m[0, 0]
+    # ChiNorm's γ is a scalar: the scale a of g = aI + t; BatchNorm's: the diagonal of D
+    a = m[0, 0] if isinstance(norm, ChiNorm) else jnp.diagonal(m)
     if flavour is Flavour.LEFT:      # a(γ·z + β) + t
         return a * gamma, m @ beta + t, mean, scale
     if flavour is Flavour.RIGHT:     # γ·(a x + t − μ)/s + β = aγ·(x − (μ − t)/a)/s + β

@@ -17,11 +17,12 @@ from jax import named_scope
 from jaxtyping import Array, Float, PRNGKeyArray
 
 from ...groups import (
+    Diagonal,
     Element,
+    Monomial,
     Orthogonal,
     Product,
     Scaling,
-    SignedPermutation,
     Trivial,
 )
 from ...taxonomy import (
@@ -89,10 +90,11 @@ class Dropout(AbstractOperation):
     """Standard dropout (isotropic paper eq 65, audit): $x' = \\frac{1}{1-p}\\,M \\odot x$
     with an iid keep-mask $M_i \\sim \\text{Bernoulli}(1-p)$ drawn from `key` at every call.
 
-    **Symmetry:** time-like probabilistic equivariance to signed permutations only (the
-    mask's law is exchangeable and diagonal masks commute with sign flips; a rotation turns
-    $\\operatorname{diag}(M)$ into a non-diagonal matrix, App. C: "privileges the standard
-    basis"), times scalings (every realisation is linear).
+    **Symmetry:** every realisation $\\operatorname{diag}(k)/(1-p)$ commutes with every
+    invertible diagonal map, so the algebraic E cell is (ℝ×)ⁿ; the mask's law is
+    exchangeable, so the time-like probabilistic E cell is the monomial group Sₙ⋉(ℝ×)ⁿ
+    (conjugating by $PD$ permutes the mask). A rotation turns $\\operatorname{diag}(k)$
+    into a non-diagonal matrix (App. C: "privileges the standard basis").
 
     **Arguments:** `rate` p in [0, 1), `inference` (identity when True).
     """
@@ -105,8 +107,14 @@ class Dropout(AbstractOperation):
 
     @property
     def taxonomy(self) -> Taxonomy:
-        return _time_taxonomy(SignedPermutation(), self.rate,
-                              "time-like: over the mask drawn at each call")
+        if self.rate == 0:
+            return _time_taxonomy(None, 0.0, "")
+        return Taxonomy(closure=(None, None, Monomial()),
+                        probabilistic=(None, None, Monomial()),
+                        algebraic=(None, None, Diagonal()), kind="time",
+                        note="time-like: over the mask drawn at each call; every realisation "
+                             "diag(k)/(1 − p) commutes with all diagonal maps, and the iid "
+                             "mask's law with permutations")
 
     @named_scope("taxdl.Dropout")
     def __call__(self, x: Float[Array, " n"], *, key: PRNGKeyArray | None = None,
@@ -308,7 +316,7 @@ class _Conjugated(eqx.Module):
     """A dropout whose internal randomness is moved by a group element g (what `transport`
     returns for the E cell): its realisation with key k is $g^{-1}∘f_k∘g$ written in the
     dropout's own form — the basis $B$ becomes $BM$ (isotropic variants), the mask $m$
-    becomes $|M|^T m$ (standard dropout, M a signed permutation)."""
+    becomes $P^T m$ (standard dropout, $M = PD$ a monomial: diagonal maps commute)."""
 
     base: eqx.Module
     element: Element
@@ -331,8 +339,8 @@ def realise(drop, key, frame=None) -> Callable:
         m = None if frame is None else frame.astype(d) / jnp.linalg.norm(frame[:, 0]).astype(d)
         if isinstance(drop, Dropout):
             keep = _keep_mask(key, drop.rate, n, d)
-            if m is not None:
-                keep = jnp.abs(m).T @ keep
+            if frame is not None:  # a monomial PD: M⁻¹ diag(k) M = diag(Pᵀk)
+                keep = (frame != 0).astype(d).T @ keep
             return (keep * x / (1 - drop.rate)).astype(d)
         if isinstance(drop, StochasticIsotropicDropout):
             kb, km = jax.random.split(key)
