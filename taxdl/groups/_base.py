@@ -53,9 +53,10 @@ class AbstractGroup(eqx.Module):
     """A matrix group acting on the last axis of arrays.
 
     Concrete groups are final classes that set the class variables and implement
-    `_sample` and `_contains`; everything else (binding the dimension, acting, inverting,
-    naming) is shared here. Most set the traits through
-    `AbstractCompactGroup` or `AbstractNoncompactGroup`.
+    `_sample` and `_contains`; acting, inverting and naming are shared here. Most set the
+    traits through `AbstractCompactGroup` or `AbstractNoncompactGroup`, which also bind a
+    family to a dimension (`on`, which a group built from bound factors implements
+    itself).
 
     **Class variables:**
 
@@ -87,10 +88,11 @@ class AbstractGroup(eqx.Module):
             _check_dimension(self.n, type(self).__name__)
 
     # ------------------------------------------------------------------ binding
+    @abc.abstractmethod
     def on(self, n: int) -> "AbstractGroup":
-        """Return the same group bound to dimension `n` of the space acted on."""
-        _check_dimension(n, type(self).__name__)
-        return dataclasses.replace(self, n=n)
+        """Return the same group bound to dimension `n` of the space acted on (a family
+        with a field `n` is rebound; a group whose dimension its factors fix accepts only
+        that dimension)."""
 
     @property
     def bound(self) -> bool:
@@ -209,6 +211,9 @@ class AbstractCompactGroup(AbstractGroup):
     haar: ClassVar[bool] = True
     isometric: ClassVar[bool] = True
 
+    def on(self, n: int) -> AbstractGroup:
+        return _rebind(self, n)
+
 
 class AbstractNoncompactGroup(AbstractGroup):
     """A non-compact (so infinite) group acting on real space, not made of isometries.
@@ -220,6 +225,15 @@ class AbstractNoncompactGroup(AbstractGroup):
     haar: ClassVar[bool] = False
     field: ClassVar[str] = "real"
     isometric: ClassVar[bool] = False
+
+    def on(self, n: int) -> AbstractGroup:
+        return _rebind(self, n)
+
+
+def _rebind(group: AbstractGroup, n: int) -> AbstractGroup:
+    """`group` with its dimension field set to `n`."""
+    _check_dimension(n, type(group).__name__)
+    return dataclasses.replace(group, n=n)
 
 
 class _NameFields:
