@@ -345,3 +345,21 @@ def test_constant_inputs_map_to_beta_under_jit():
                                   tf.chi_norm(a, 1.0, 0.5), tf.batch_norm(a, 1.0, 0.5)))(x)
         for y in outs:
             np.testing.assert_array_equal(y, 0.5)
+
+
+def test_instance_norm_right_cells_follow_eps():
+    # Per-channel statistics: with ε > 0 every per-channel shift is removed (T(n)), and
+    # only shifts; the checker confirms the cell and that (ℝ×₊, +λ1) ⊃ +λ1 fails.
+    from taxdl.testing import check
+
+    m = tnn.InstanceNorm(4, eps=1e-5)
+    assert m.taxonomy.cell("algebraic", "R").name == "T(n)"
+    assert m.taxonomy.cell("closure", "R").name == "T(n)"
+    assert tnn.InstanceNorm(4).taxonomy.cell("closure", "R").name == "(ℝ×)^n⋉ℝ^n"
+    report = check(m, examples=20)
+    assert report.passed
+    x = jnp.asarray(np.random.default_rng(0).normal(size=(4, 4)), jnp.float32)
+    t = jnp.asarray([3.0, -1.0, 0.5, 2.0], jnp.float32)
+    np.testing.assert_allclose(np.asarray(m(x + t)), np.asarray(m(x)), atol=1e-5)
+    small = 0.01 * x  # variance ~1e-4, so ε = 1e-5 visibly breaks scale invariance
+    assert not np.allclose(np.asarray(m(2 * small)), np.asarray(m(small)), atol=1e-3, rtol=0)

@@ -26,6 +26,7 @@ from ...groups import (
     Scaling,
     SignedPermutation,
     Translation,
+    Translations,
 )
 from ...taxonomy import (
     AbstractNormaliser,
@@ -124,6 +125,12 @@ def _grouped_taxonomy(n: int, groups: int, eps: float, what: str) -> Taxonomy:
         within = BlockDiagonal(*(Permutation(c) for _ in range(groups)))
     right_alg = ScaleShift(positive=True) if eps == 0 else Translation()
     right_clo = ScaleShift() if eps == 0 else Translation()
+    if c == 1:
+        # per-channel statistics remove every per-channel shift (and, with ε = 0, every
+        # per-channel scale, its sign absorbed by γ)
+        right_clo = DiagonalAffine() if eps == 0 else Translations()
+        if eps > 0:
+            right_alg = Translations()
     return Taxonomy(
         closure=(DiagonalAffine(), right_clo, within),
         probabilistic=(None, right_alg, within),
@@ -142,8 +149,8 @@ def _grouped_transport(norm, flavour, element):
     if flavour is Flavour.LEFT:
         return eqx.tree_at(lambda l: (l.gamma, l.beta), norm,
                            (jnp.diagonal(m) * norm.gamma, m @ norm.beta + t))
-    if flavour is Flavour.RIGHT:
-        return eqx.tree_at(lambda l: l.gamma, norm, jnp.sign(m[0, 0]) * norm.gamma)
+    if flavour is Flavour.RIGHT:  # per-channel signs (one shared sign for aI + λ1)
+        return eqx.tree_at(lambda l: l.gamma, norm, jnp.sign(jnp.diagonal(m)) * norm.gamma)
     minv = jnp.linalg.inv(m)
     gamma = jnp.einsum("ij,j,ji->i", minv, norm.gamma, m)
     return eqx.tree_at(lambda l: (l.gamma, l.beta), norm, (gamma, minv @ (norm.beta - t)))
@@ -204,8 +211,11 @@ class InstanceNorm(AbstractNormaliser):
     Bₙ at closure and probabilistic level (algebraically trivial for a trained γ, β;
     Bₙ-equivariant when β = 0 and γ is constant, as App. A.1 notes); never O(n) — a
     rotation mixes channels with different statistics. Right-invariant to (ℝ×₊, +λ1)
-    with ε = 0 (any per-channel shift and positive scale, in fact). Closure L: the
-    per-channel γ, β absorb every per-channel affine map ((ℝ×)ⁿ⋉ℝⁿ).
+    with ε = 0 (any per-channel shift and positive scale, in fact: a group that is not a
+    hierarchy family); with ε > 0 to every per-channel shift, T(n). Closure: the
+    per-channel γ, β absorb every per-channel affine map on the left, and on the right the
+    statistics remove per-channel shifts and scales, the signs going into γ (ε = 0):
+    (ℝ×)ⁿ⋉ℝⁿ on both sides (T(n) on the right with ε > 0).
 
     **Arguments:** `n` channels, `eps` (≥ 0, default 0), `dtype`. Inputs have shape
     `(*spatial, n)`; the checker uses 4 spatial positions. With no spatial axis every
@@ -263,7 +273,7 @@ def _(norm: InstanceNorm, key) -> InstanceNorm:
 
 @transport.register
 def _(norm: GroupNorm, flavour, element, group) -> GroupNorm:
-    """L ($D + t$, D diagonal): γ ↦ Dγ, β ↦ Dβ + t. R: γ ↦ sign(a)γ. E ($M$): γ ↦
+    """L ($D + t$, D diagonal): γ ↦ Dγ, β ↦ Dβ + t. R: γ ↦ sign(D)γ. E ($M$): γ ↦
     diag(M⁻¹ diag(γ) M), β ↦ M⁻¹β — exact for within-group permutations."""
     return _grouped_transport(norm, flavour, element)
 
