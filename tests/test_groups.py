@@ -474,9 +474,9 @@ def test_affine_linear_part_is_the_well_conditioned_gl_draw():
 
 def test_affine_hierarchy_edges():
     T, E, A = G.Translations(), G.Euclidean(), G.Affine()
-    DA = G.DiagonalAffine()
+    DA, DAp = G.DiagonalAffine(), G.DiagonalAffine(positive=True)
     edges = [(G.Translation(), T), (T, E), (G.Orthogonal(), E), (E, A),
-             (G.GeneralLinear(), A), (G.ScaleShift(), DA), (T, DA), (DA, A)]
+             (G.GeneralLinear(), A), (G.ScaleShift(), DA), (T, DAp), (DAp, DA), (DA, A)]
     for small, big in edges:
         assert G.is_subgroup(small, big), (small.name, big.name)
         assert not G.is_subgroup(big, small), (big.name, small.name)
@@ -485,7 +485,8 @@ def test_affine_hierarchy_edges():
     assert [s.name for s in G.Orthogonal(5).supergroups()] == ["GL(5)", "E(5)"]
     assert [s.name for s in G.GeneralLinear(5).supergroups()] == ["Aff(5)"]
     assert [s.name for s in G.ScaleShift(5).supergroups()] == ["(ℝ×)^5⋉ℝ^5"]
-    assert [s.name for s in G.ScaleShift(5, positive=True).supergroups()] == ["ℝ×,+λ1"]
+    assert [s.name for s in G.ScaleShift(5, positive=True).supergroups()] == [
+        "ℝ×,+λ1", "(ℝ×₊)^5⋉ℝ^5"]
     assert G.Affine(5).supergroups() == ()
     # transitive consequences, and what is not included
     for small in (G.Trivial(), G.Permutation(), G.SignedPermutation(), G.Simplex(),
@@ -501,11 +502,22 @@ def test_affine_hierarchy_edges():
 
 def test_diagonal_groups():
     D, DA = G.Diagonal(), G.DiagonalAffine()
+    Dp, DAp = G.Diagonal(positive=True), G.DiagonalAffine(positive=True)
     for small, big in [(G.Scaling(), D), (D, G.Monomial()), (D, DA), (G.ScaleShift(), DA),
-                       (G.Translations(), DA), (DA, G.Affine())]:
+                       (G.Translations(), DAp), (DA, G.Affine()),
+                       (G.Scaling(positive=True), Dp), (Dp, D), (Dp, G.PositiveMonomial()),
+                       (Dp, DAp), (G.ScaleShift(positive=True), DAp), (DAp, DA)]:
         assert G.is_subgroup(small, big) and not G.is_subgroup(big, small), (small, big)
+    assert not G.is_subgroup(G.Scaling(), DAp) and not G.is_subgroup(D, DAp)
     assert [s.name for s in G.Scaling(5).supergroups()] == ["(ℝ×)^5", "ℝ×,+λ1"]
+    assert [s.name for s in G.Scaling(5, positive=True).supergroups()] == [
+        "ℝ×", "ℝ×₊,+λ1", "(ℝ×₊)^5"]
     assert [s.name for s in G.Diagonal(5).supergroups()] == ["S_5⋉(ℝ×)^5", "(ℝ×)^5⋉ℝ^5"]
+    assert [s.name for s in Dp.on(5).supergroups()] == [
+        "(ℝ×)^5", "S_5⋉(ℝ×₊)^5", "(ℝ×₊)^5⋉ℝ^5"]
+    dp = np.asarray(Dp.on(6).sample(jax.random.key(4), 100).matrix)
+    assert (np.diagonal(dp, axis1=1, axis2=2) > 0).all()
+    assert not np.asarray(Dp.on(6).contains(D.on(6).sample(jax.random.key(5), 50))).all()
     assert not G.is_subgroup(D, G.Orthogonal()) and not G.is_subgroup(DA, G.Euclidean())
     assert not G.is_subgroup(G.Permutation(), DA)
     # samples: diagonal with entries of both signs in [½, 2] in magnitude; membership

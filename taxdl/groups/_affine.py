@@ -8,8 +8,9 @@ documented on each class (**not Haar**): the translation part is standard Gaussi
 linear part is Haar-orthogonal for E(n) and the well-conditioned GL(n) draw for Aff(n).
 
 Hierarchy (registered in `_hierarchy`): +λ1 ⊂ T(n) ⊂ E(n) ⊂ Aff(n), O(n) ⊂ E(n),
-GL(n) ⊂ Aff(n); ℝ× ⊂ (ℝ×)ⁿ ⊂ Sₙ⋉(ℝ×)ⁿ, (ℝ×)ⁿ ⊂ (ℝ×)ⁿ ⋉ ℝⁿ ⊂ Aff(n),
-T(n) ⊂ (ℝ×)ⁿ ⋉ ℝⁿ and (ℝ×, +λ1) ⊂ (ℝ×)ⁿ ⋉ ℝⁿ.
+GL(n) ⊂ Aff(n); ℝ×₊ ⊂ (ℝ×₊)ⁿ ⊂ (ℝ×)ⁿ ⊂ Sₙ⋉(ℝ×)ⁿ, ℝ× ⊂ (ℝ×)ⁿ,
+(ℝ×₊)ⁿ ⊂ Sₙ⋉(ℝ×₊)ⁿ, and each diagonal group ⊂ its ⋉ ℝⁿ; T(n), (ℝ×₊, +λ1) ⊂
+(ℝ×₊)ⁿ ⋉ ℝⁿ ⊂ (ℝ×)ⁿ ⋉ ℝⁿ ⊃ (ℝ×, +λ1), and (ℝ×)ⁿ ⋉ ℝⁿ ⊂ Aff(n).
 """
 
 from typing import ClassVar
@@ -105,56 +106,66 @@ class Affine(AbstractNoncompactGroup):
         return finite & (jnp.abs(jnp.linalg.det(m)) > atol) & _finite_shift(element)
 
 
-def _random_diagonals(key, num: int, n: int, dtype) -> Array:
+def _random_diagonals(key, num: int, n: int, dtype, positive: bool) -> Array:
     ks, kd = jax.random.split(key)
-    d = random_signs(ks, num, n, dtype) * log_uniform(kd, (num, n), dtype)
+    d = log_uniform(kd, (num, n), dtype)
+    if not positive:
+        d = random_signs(ks, num, n, dtype) * d
     return d[:, :, None] * jnp.eye(n, dtype=dtype)
 
 
-def _invertible_diagonal(m, atol) -> Bool[Array, "*batch"]:
+def _invertible_diagonal(m, atol, positive: bool) -> Bool[Array, "*batch"]:
     diag = jnp.diagonal(m, axis1=-2, axis2=-1)
     off = m - diag[..., :, None] * jnp.eye(m.shape[-1], dtype=m.dtype)
-    return (jnp.max(jnp.abs(off), axis=(-2, -1)) <= atol) & jnp.all(
-        jnp.abs(diag) > atol, axis=-1)
+    entries = diag if positive else jnp.abs(diag)
+    return (jnp.max(jnp.abs(off), axis=(-2, -1)) <= atol) & jnp.all(entries > atol, axis=-1)
 
 
 class Diagonal(AbstractNoncompactGroup):
-    """The invertible diagonal matrices (ℝ×)ⁿ, $x \\mapsto Dx$: an independent non-zero
-    scaling of every coordinate. A per-coordinate gain γ ⊙ y absorbs them on its output
-    side ($D(γ ⊙ y) = (Dγ) ⊙ y$).
+    """The invertible diagonal matrices (ℝ×)ⁿ (`positive=False`) or the positive ones
+    (ℝ×₊)ⁿ (`positive=True`), $x \\mapsto Dx$: an independent scaling of every
+    coordinate. A per-coordinate gain γ ⊙ y absorbs them on its output side
+    ($D(γ ⊙ y) = (Dγ) ⊙ y$); per-coordinate standardisation removes the positive ones.
 
-    Not compact: `sample` draws independent signs and magnitudes with $\\log|d_i|$
-    uniform on $[\\log\\tfrac12, \\log 2]$ (**not Haar**).
+    Not compact: `sample` draws independent magnitudes with $\\log|d_i|$ uniform on
+    $[\\log\\tfrac12, \\log 2]$ and, for (ℝ×)ⁿ, independent uniform signs (**not Haar**).
     """
 
     n: int | None = eqx.field(static=True, default=None)
+    positive: bool = eqx.field(static=True, default=False)
     symbol: ClassVar[str] = "ℝ×ⁿ"
-    name_template: ClassVar[str] = "(ℝ×)^{n}"
+    name_template: ClassVar[str] = "({_scalars})^{n}"
+    _scalars = property(lambda self: "ℝ×₊" if self.positive else "ℝ×")
 
     def _sample(self, key, num, dtype):
-        return linear_element(_random_diagonals(key, num, self.n, dtype))
+        return linear_element(_random_diagonals(key, num, self.n, dtype, self.positive))
 
     def _contains(self, element, atol):
-        return _invertible_diagonal(element.matrix, atol) & zero_shift(element, atol)
+        return (_invertible_diagonal(element.matrix, atol, self.positive)
+                & zero_shift(element, atol))
 
 
 class DiagonalAffine(AbstractNoncompactGroup):
     """Per-coordinate affine maps (ℝ×)ⁿ ⋉ ℝⁿ, $x \\mapsto Dx + t$ with $D$ an invertible
-    diagonal: the output maps a per-channel affine γ ⊙ y + β absorbs
-    ($D(γ ⊙ y + β) + t = (Dγ) ⊙ y + (Dβ + t)$), e.g. LayerNorm's and BatchNorm's.
+    diagonal (positive with `positive=True`: (ℝ×₊)ⁿ ⋉ ℝⁿ): the output maps a per-channel
+    affine γ ⊙ y + β absorbs ($D(γ ⊙ y + β) + t = (Dγ) ⊙ y + (Dβ + t)$), e.g. LayerNorm's
+    and BatchNorm's; per-channel standardisation removes the positive ones.
 
     Not compact: `sample` draws $D$ as [`Diagonal`][taxdl.groups.Diagonal] does and,
     independently, $t \\sim \\mathcal N(0, I_n)$ (**not Haar**).
     """
 
     n: int | None = eqx.field(static=True, default=None)
+    positive: bool = eqx.field(static=True, default=False)
     symbol: ClassVar[str] = "ℝ×ⁿ⋉ℝⁿ"
-    name_template: ClassVar[str] = "(ℝ×)^{n}⋉ℝ^{n}"
+    name_template: ClassVar[str] = "({_scalars})^{n}⋉ℝ^{n}"
+    _scalars = property(lambda self: "ℝ×₊" if self.positive else "ℝ×")
 
     def _sample(self, key, num, dtype):
         kd, kt = jax.random.split(key)
-        return Element(_random_diagonals(kd, num, self.n, dtype),
+        return Element(_random_diagonals(kd, num, self.n, dtype, self.positive),
                        _gaussian_shift(kt, num, self.n, dtype))
 
     def _contains(self, element, atol):
-        return _invertible_diagonal(element.matrix, atol) & _finite_shift(element)
+        return (_invertible_diagonal(element.matrix, atol, self.positive)
+                & _finite_shift(element))

@@ -9,10 +9,12 @@ Hierarchy on one layer's ℝⁿ (DESIGN §1):
     I ⊂ Sₙ ⊂ Dₙ ⊂ Bₙ ⊂ O(n) ⊂ GL(n),   I ⊂ Ψ ⊂ O(n),   I ⊂ SO(n) ⊂ O(n),
     Sₙ ⊂ O(n−1) (permutations fix 1) ⊂ O(n),   I ⊂ ℝ×₊ ⊂ ℝ× ⊂ GL(n),
     Sₙ ⊂ Sₙ⋉(ℝ×₊)ⁿ ⊃ ℝ×₊ (positive monomials) ⊂ Sₙ⋉(ℝ×)ⁿ (monomials) ⊂ GL(n),
-    Bₙ ⊂ Sₙ⋉(ℝ×)ⁿ ⊃ (ℝ×)ⁿ (invertible diagonals) ⊃ ℝ×,
+    Bₙ ⊂ Sₙ⋉(ℝ×)ⁿ ⊃ (ℝ×)ⁿ (invertible diagonals) ⊃ ℝ×, (ℝ×₊)ⁿ ⊃ ℝ×₊,
+    (ℝ×₊)ⁿ ⊂ Sₙ⋉(ℝ×₊)ⁿ,
     ℝ×₊ ⊂ (ℝ×₊,+λ1) ⊂ (ℝ×,+λ1),   +λ1 ⊂ (ℝ×₊,+λ1),
     +λ1 ⊂ T(n) ⊂ E(n) ⊂ Aff(n),   O(n) ⊂ E(n),   GL(n) ⊂ Aff(n),
-    (ℝ×)ⁿ, T(n), (ℝ×,+λ1) ⊂ (ℝ×)ⁿ⋉ℝⁿ (per-coordinate affine maps) ⊂ Aff(n),
+    (ℝ×₊)ⁿ, T(n), (ℝ×₊,+λ1) ⊂ (ℝ×₊)ⁿ⋉ℝⁿ ⊂ (ℝ×)ⁿ⋉ℝⁿ (per-coordinate affine maps) ⊂ Aff(n),
+    (ℝ×)ⁿ, (ℝ×,+λ1) ⊂ (ℝ×)ⁿ⋉ℝⁿ,
     cone isometries ⊂ cone group (with scalings) ⊂ GL(n),  cone isometries ⊂ O(n),
     Sₙ×U(1) ⊂ U(n),  SU(2) ⊂ U(2).
 
@@ -93,14 +95,18 @@ _register(OrthogonalComplement, lambda g: _bind((Orthogonal(),), g.n))
 _register(Orthogonal, lambda g: _bind((GeneralLinear(), Euclidean()), g.n))
 _register(GeneralLinear, lambda g: _bind((Affine(),), g.n))
 _register(Scaling, lambda g: _bind(
-    (Scaling(positive=False), ScaleShift(positive=True), _extra("PositiveMonomial")) if g.positive
+    (Scaling(positive=False), ScaleShift(positive=True), Diagonal(positive=True)) if g.positive
     else (Diagonal(), ScaleShift(positive=False)), g.n))
-_register(Diagonal, lambda g: _bind((_extra("Monomial"), DiagonalAffine()), g.n))
-_register(DiagonalAffine, lambda g: _bind((Affine(),), g.n))
+_register(Diagonal, lambda g: _bind(
+    (Diagonal(), _extra("PositiveMonomial"), DiagonalAffine(positive=True)) if g.positive
+    else (_extra("Monomial"), DiagonalAffine()), g.n))
+_register(DiagonalAffine, lambda g: _bind(
+    (DiagonalAffine(),) if g.positive else (Affine(),), g.n))
 _register(Translation, lambda g: _bind((ScaleShift(positive=True), Translations()), g.n))
 _register(ScaleShift, lambda g: _bind(
-    (ScaleShift(positive=False),) if g.positive else (DiagonalAffine(),), g.n))
-_register(Translations, lambda g: _bind((Euclidean(), DiagonalAffine()), g.n))
+    (ScaleShift(positive=False), DiagonalAffine(positive=True)) if g.positive
+    else (DiagonalAffine(),), g.n))
+_register(Translations, lambda g: _bind((Euclidean(), DiagonalAffine(positive=True)), g.n))
 _register(Euclidean, lambda g: _bind((Affine(),), g.n))
 _register(Affine, lambda g: ())
 _register(ConeGroup, lambda g: (

@@ -241,7 +241,7 @@ def _linear_part(g: AbstractGroup) -> AbstractGroup:
     if isinstance(g, Affine):
         return GeneralLinear()
     if isinstance(g, DiagonalAffine):
-        return Diagonal()
+        return Diagonal(positive=g.positive)
     if isinstance(g, Product):
         return Product(*(_linear_part(f) for f in g.factors), n=g.n)
     return g

@@ -188,7 +188,8 @@ def known_groups() -> dict[str, AbstractGroup]:
             G.Scaling(), G.Scaling(positive=True), G.Translation(), G.ScaleShift(),
             G.ScaleShift(positive=True), G.Simplex(), G.Lorentz(), G.Unitary(),
             G.PermutationPhase(), G.SU2(), G.Translations(), G.Euclidean(), G.Affine(),
-            G.Diagonal(), G.DiagonalAffine(), G.Monomial(), G.PositiveMonomial()]
+            G.Diagonal(), G.DiagonalAffine(), G.Diagonal(positive=True),
+            G.DiagonalAffine(positive=True), G.Monomial(), G.PositiveMonomial()]
     out = {g.name: g for g in fams}
     out.update({type(g).__name__: g for g in fams})
     return out

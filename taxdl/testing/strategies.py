@@ -240,14 +240,15 @@ def monomials(n: int, num: int = 1, dtype=jnp.float32):
     return elements(G.Monomial(), n, num, dtype)
 
 
-def diagonals(n: int, num: int = 1, dtype=jnp.float32):
-    """Elements D of (ℝ×)ⁿ: independent signs, magnitudes log-uniform in [½, 2]."""
-    return elements(G.Diagonal(), n, num, dtype)
+def diagonals(n: int, num: int = 1, dtype=jnp.float32, positive: bool = False):
+    """Elements D of (ℝ×)ⁿ (or (ℝ×₊)ⁿ): independent signs (unless `positive`),
+    magnitudes log-uniform in [½, 2]."""
+    return elements(G.Diagonal(positive=positive), n, num, dtype)
 
 
-def diagonal_affine(n: int, num: int = 1, dtype=jnp.float32):
-    """Elements x ↦ Dx + t of (ℝ×)ⁿ⋉ℝⁿ: D as in `diagonals`, t ~ N(0, I)."""
-    return elements(G.DiagonalAffine(), n, num, dtype)
+def diagonal_affine(n: int, num: int = 1, dtype=jnp.float32, positive: bool = False):
+    """Elements x ↦ Dx + t of (ℝ×)ⁿ⋉ℝⁿ (or (ℝ×₊)ⁿ⋉ℝⁿ): D as in `diagonals`, t ~ N(0, I)."""
+    return elements(G.DiagonalAffine(positive=positive), n, num, dtype)
 
 
 def scale_shifts(n: int, num: int = 1, dtype=jnp.float32, positive: bool = False):

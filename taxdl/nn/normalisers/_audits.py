@@ -127,10 +127,9 @@ def _grouped_taxonomy(n: int, groups: int, eps: float, what: str) -> Taxonomy:
     right_clo = ScaleShift() if eps == 0 else Translation()
     if c == 1:
         # per-channel statistics remove every per-channel shift (and, with ε = 0, every
-        # per-channel scale, its sign absorbed by γ)
+        # positive per-channel scale; γ absorbs the signs)
         right_clo = DiagonalAffine() if eps == 0 else Translations()
-        if eps > 0:
-            right_alg = Translations()
+        right_alg = DiagonalAffine(positive=True) if eps == 0 else Translations()
     return Taxonomy(
         closure=(DiagonalAffine(), right_clo, within),
         probabilistic=(None, right_alg, within),
@@ -211,8 +210,8 @@ class InstanceNorm(AbstractNormaliser):
     Bₙ at closure and probabilistic level (algebraically trivial for a trained γ, β;
     Bₙ-equivariant when β = 0 and γ is constant, as App. A.1 notes); never O(n) — a
     rotation mixes channels with different statistics. Right-invariant to (ℝ×₊, +λ1)
-    with ε = 0 (any per-channel shift and positive scale, in fact: a group that is not a
-    hierarchy family); with ε > 0 to every per-channel shift, T(n). Closure: the
+    with ε = 0 (any per-channel shift and positive scale, in fact: (ℝ×₊)ⁿ⋉ℝⁿ); with
+    ε > 0 to every per-channel shift, T(n). Closure: the
     per-channel γ, β absorb every per-channel affine map on the left, and on the right the
     statistics remove per-channel shifts and scales, the signs going into γ (ε = 0):
     (ℝ×)ⁿ⋉ℝⁿ on both sides (T(n) on the right with ε > 0).
