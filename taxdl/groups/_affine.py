@@ -29,6 +29,7 @@ from ._base import (
     linear_element,
     log_uniform,
     random_signs,
+    scalars_label,
     zero_shift,
 )
 from ._real import GeneralLinear
@@ -135,7 +136,7 @@ class Diagonal(AbstractNoncompactGroup):
     positive: bool = eqx.field(static=True, default=False)
     symbol: ClassVar[str] = "ℝ×ⁿ"
     name_template: ClassVar[str] = "({_scalars})^{n}"
-    _scalars = property(lambda self: "ℝ×₊" if self.positive else "ℝ×")
+    _scalars = property(scalars_label)
 
     def _sample(self, key, num, dtype):
         return linear_element(_random_diagonals(key, num, self.n, dtype, self.positive))
@@ -159,7 +160,7 @@ class DiagonalAffine(AbstractNoncompactGroup):
     positive: bool = eqx.field(static=True, default=False)
     symbol: ClassVar[str] = "ℝ×ⁿ⋉ℝⁿ"
     name_template: ClassVar[str] = "({_scalars})^{n}⋉ℝ^{n}"
-    _scalars = property(lambda self: "ℝ×₊" if self.positive else "ℝ×")
+    _scalars = property(scalars_label)
 
     def _sample(self, key, num, dtype):
         kd, kt = jax.random.split(key)

@@ -230,6 +230,11 @@ class AbstractNoncompactGroup(AbstractGroup):
         return _rebind(self, n)
 
 
+def scalars_label(group: AbstractGroup) -> str:
+    """"ℝ×₊" for a group with `positive=True`, else "ℝ×" (for name templates)."""
+    return "ℝ×₊" if group.positive else "ℝ×"
+
+
 def _rebind(group: AbstractGroup, n: int) -> AbstractGroup:
     """`group` with its dimension field set to `n`."""
     _check_dimension(n, type(group).__name__)

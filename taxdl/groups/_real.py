@@ -26,6 +26,7 @@ from ._base import (
     random_permutations,
     random_signs,
     scalar_part,
+    scalars_label,
     work_dtype,
     zero_shift,
 )
@@ -226,7 +227,7 @@ class Scaling(AbstractNoncompactGroup):
     positive: bool = eqx.field(static=True, default=False)
     symbol: ClassVar[str] = "ℝ×"
     name_template: ClassVar[str] = "{_scalars}"
-    _scalars = property(lambda self: "ℝ×₊" if self.positive else "ℝ×")
+    _scalars = property(scalars_label)
 
     def _scale(self, key, num, dtype):
         km, ks = jax.random.split(key)
@@ -278,7 +279,7 @@ class ScaleShift(AbstractNoncompactGroup):
     positive: bool = eqx.field(static=True, default=False)
     symbol: ClassVar[str] = "ℝ×,+λ1"
     name_template: ClassVar[str] = "{_scalars},+λ1"
-    _scalars = property(lambda self: "ℝ×₊" if self.positive else "ℝ×")
+    _scalars = property(scalars_label)
 
     def _sample(self, key, num, dtype):
         ka, kl = jax.random.split(key)

@@ -36,8 +36,8 @@ from ._engine import real_dtype, sample_elements
 
 __all__ = [
     "EDGE_CASES", "affine", "all_translations", "argument_inputs", "diagonal_affine",
-    "diagonals", "dihedral", "elements", "euclidean", "even_signed_permutations", "general_linear", "inputs", "keys", "lorentz",
-    "monomials", "orthogonal", "orthogonal_complement", "permutation_phases",
+    "diagonals", "dihedral", "elements", "euclidean", "even_signed_permutations",
+    "general_linear", "inputs", "keys", "lorentz", "monomials", "orthogonal", "orthogonal_complement", "permutation_phases",
     "permutations", "positive_monomials", "scale_shifts", "scalings", "seeds",
     "signed_permutations", "simplex", "special_orthogonal", "su2", "translations",
     "trivial", "unitary",

@@ -82,7 +82,7 @@ class Linear(AbstractLayer):
         return self.weight @ x + self.bias
 
 
-def _affine_transport(weight, bias, flavour: Flavour, m, t):
+def affine_transport(weight, bias, flavour: Flavour, m, t):
     """Parameters of g∘f (L), f∘g (R) or g⁻¹∘f∘g (E) for f(x) = Wx + b and g(x) = Mx + t."""
     if flavour is Flavour.LEFT:  # M(Wx + b) + t
         return m @ weight, m @ bias + t
@@ -94,7 +94,7 @@ def _affine_transport(weight, bias, flavour: Flavour, m, t):
 
 def _transport_affine(layer, flavour, element):
     d = layer.weight.dtype
-    w, b = _affine_transport(layer.weight, layer.bias, Flavour(flavour),
+    w, b = affine_transport(layer.weight, layer.bias, Flavour(flavour),
                              element.matrix.astype(d), element.shift.astype(d))
     return eqx.tree_at(lambda l: (l.weight, l.bias), layer, (w, b))
 

@@ -20,6 +20,7 @@ from ...taxonomy import (
     taxonomy,
     transport,
 )
+from ..layers._linear import affine_transport
 
 
 class InitialisedLinear(AbstractLayer):
@@ -103,19 +104,11 @@ def _(layer: InitialisedLinear, key) -> InitialisedLinear:
 
 @transport.register
 def _(layer: InitialisedLinear, flavour, element, group) -> InitialisedLinear:
-    # g: x ↦ Mx + t. L: M(Wx + b) + t; R: W(Mx + t) + b; E: M⁻¹(W(Mx + t) + b − t).
     # Without a bias only linear elements (t = 0) keep the class: a shift is dropped.
-    m = element.matrix.astype(layer.weight.dtype)
-    t = element.shift.astype(layer.weight.dtype)
-    b = jnp.zeros((layer.out_features,), m.dtype) if layer.bias is None else layer.bias
-    flavour = Flavour(flavour)
-    if flavour is Flavour.LEFT:
-        w, b = m @ layer.weight, m @ b + t
-    elif flavour is Flavour.RIGHT:
-        w, b = layer.weight @ m, layer.weight @ t + b
-    else:
-        m_inv = jnp.linalg.inv(m)
-        w, b = m_inv @ layer.weight @ m, m_inv @ (layer.weight @ t + b - t)
+    d = layer.weight.dtype
+    b = jnp.zeros((layer.out_features,), d) if layer.bias is None else layer.bias
+    w, b = affine_transport(layer.weight, b, Flavour(flavour), element.matrix.astype(d),
+                            element.shift.astype(d))
     if layer.bias is None:
         return eqx.tree_at(lambda l: l.weight, layer, w)
     return eqx.tree_at(lambda l: (l.weight, l.bias), layer, (w, b))

@@ -17,6 +17,7 @@ from jax import named_scope
 from jaxtyping import Array, Float, PRNGKeyArray
 
 from ...groups import (
+    Affine,
     Diagonal,
     Element,
     Monomial,
@@ -64,16 +65,16 @@ def _need_key(key, who: str):
                          "`inference=True` / `eqx.nn.inference_mode`).")
 
 
+# rate 0: the identity map, equivariant under every affine map
+_IDENTITY = Taxonomy(closure=(None, None, Affine()), probabilistic=(None, None, Affine()),
+                     algebraic=(None, None, Affine()), kind="time", note="rate 0: the identity")
+
+
 def _time_taxonomy(within, rate: float, note: str) -> Taxonomy:
     """Scalings × `within` at closure and (time-like) probabilistic level, scalings only
     algebraically (each realisation is linear); the identity when rate = 0."""
     if rate == 0:
-        from ...groups import Affine
-
-        return Taxonomy(closure=(None, None, Affine()),
-                        probabilistic=(None, None, Affine()),
-                        algebraic=(None, None, Affine()), kind="time",
-                        note="rate 0: the identity")
+        return _IDENTITY
     group = Product(Scaling(), within)
     return Taxonomy(closure=(None, None, group), probabilistic=(None, None, group),
                     algebraic=(None, None, Scaling()), kind="time",
@@ -108,7 +109,7 @@ class Dropout(AbstractOperation):
     @property
     def taxonomy(self) -> Taxonomy:
         if self.rate == 0:
-            return _time_taxonomy(None, 0.0, "")
+            return _IDENTITY
         return Taxonomy(closure=(None, None, Monomial()),
                         probabilistic=(None, None, Monomial()),
                         algebraic=(None, None, Diagonal()), kind="time",
@@ -334,14 +335,14 @@ def realise(drop, key, frame=None) -> Callable:
 
     def f(x):
         d, n = x.dtype, x.shape[-1]
-        # Conjugation by a scaling changes nothing (each realisation is linear): only the
-        # orthogonal part R of a conformal frame M = aR moves the randomness.
-        m = None if frame is None else frame.astype(d) / jnp.linalg.norm(frame[:, 0]).astype(d)
         if isinstance(drop, Dropout):
             keep = _keep_mask(key, drop.rate, n, d)
             if frame is not None:  # a monomial PD: M⁻¹ diag(k) M = diag(Pᵀk)
                 keep = (frame != 0).astype(d).T @ keep
             return (keep * x / (1 - drop.rate)).astype(d)
+        # Conjugation by a scaling changes nothing (each realisation is linear): only the
+        # orthogonal part R of a conformal frame M = aR moves the randomness.
+        m = None if frame is None else frame.astype(d) / jnp.linalg.norm(frame[:, 0]).astype(d)
         if isinstance(drop, StochasticIsotropicDropout):
             kb, km = jax.random.split(key)
             basis = drop.sample_basis(kb, n, d)
