@@ -22,7 +22,8 @@ ALL_BOUND = [
     G.ConeGroup(8, cone_dim=4, scalings=False, layout="axes_first"),
     G.ConeGroup(7, cone_dim=4, shared_axis=True), G.Lorentz(4), G.Unitary(3),
     G.PermutationPhase(3), G.SU2(2), G.SU2(3, rep="adjoint"),
-    G.Translations(4), G.Euclidean(4), G.Affine(4),
+    G.Translations(4), G.Euclidean(4), G.Affine(4), G.ScaleTranslation(4),
+    G.ScaleTranslation(4, positive=True), G.MonomialAffine(4),
 ]
 
 
@@ -475,8 +476,10 @@ def test_affine_linear_part_is_the_well_conditioned_gl_draw():
 def test_affine_hierarchy_edges():
     T, E, A = G.Translations(), G.Euclidean(), G.Affine()
     DA, DAp = G.DiagonalAffine(), G.DiagonalAffine(positive=True)
+    ST, STp = G.ScaleTranslation(), G.ScaleTranslation(positive=True)
     edges = [(G.Translation(), T), (T, E), (G.Orthogonal(), E), (E, A),
-             (G.GeneralLinear(), A), (G.ScaleShift(), DA), (T, DAp), (DAp, DA), (DA, A)]
+             (G.GeneralLinear(), A), (G.ScaleShift(), ST), (T, STp), (STp, ST), (STp, DAp),
+             (ST, DA), (DAp, DA), (DA, G.MonomialAffine()), (G.MonomialAffine(), A)]
     for small, big in edges:
         assert G.is_subgroup(small, big), (small.name, big.name)
         assert not G.is_subgroup(big, small), (big.name, small.name)
@@ -484,9 +487,10 @@ def test_affine_hierarchy_edges():
     assert [s.name for s in G.Translation(5).supergroups()] == ["ℝ×₊,+λ1", "T(5)"]
     assert [s.name for s in G.Orthogonal(5).supergroups()] == ["GL(5)", "E(5)"]
     assert [s.name for s in G.GeneralLinear(5).supergroups()] == ["Aff(5)"]
-    assert [s.name for s in G.ScaleShift(5).supergroups()] == ["(ℝ×)^5⋉ℝ^5"]
+    assert [s.name for s in G.ScaleShift(5).supergroups()] == ["ℝ×⋉ℝ^5"]
     assert [s.name for s in G.ScaleShift(5, positive=True).supergroups()] == [
-        "ℝ×,+λ1", "(ℝ×₊)^5⋉ℝ^5"]
+        "ℝ×,+λ1", "ℝ×₊⋉ℝ^5"]
+    assert [s.name for s in G.Translations(5).supergroups()] == ["E(5)", "ℝ×₊⋉ℝ^5"]
     assert G.Affine(5).supergroups() == ()
     # transitive consequences, and what is not included
     for small in (G.Trivial(), G.Permutation(), G.SignedPermutation(), G.Simplex(),
@@ -504,7 +508,7 @@ def test_diagonal_groups():
     D, DA = G.Diagonal(), G.DiagonalAffine()
     Dp, DAp = G.Diagonal(positive=True), G.DiagonalAffine(positive=True)
     for small, big in [(G.Scaling(), D), (D, G.Monomial()), (D, DA), (G.ScaleShift(), DA),
-                       (G.Translations(), DAp), (DA, G.Affine()),
+                       (G.Translations(), DAp), (DA, G.Affine()), (G.Monomial(), G.Affine()),
                        (G.Scaling(positive=True), Dp), (Dp, D), (Dp, G.PositiveMonomial()),
                        (Dp, DAp), (G.ScaleShift(positive=True), DAp), (DAp, DA)]:
         assert G.is_subgroup(small, big) and not G.is_subgroup(big, small), (small, big)
@@ -533,6 +537,46 @@ def test_diagonal_groups():
         jax.random.key(2), 50))).all()  # some permutation is not the identity
     assert not np.asarray(G.DiagonalAffine(6).contains(G.Affine(6).sample(
         jax.random.key(3), 20))).any()
+
+
+def test_dilations_and_monomial_affine_maps():
+    ST, STp, MA = G.ScaleTranslation(), G.ScaleTranslation(positive=True), G.MonomialAffine()
+    assert [s.name for s in ST.on(5).supergroups()] == ["(ℝ×)^5⋉ℝ^5"]
+    assert [s.name for s in STp.on(5).supergroups()] == ["ℝ×⋉ℝ^5", "(ℝ×₊)^5⋉ℝ^5"]
+    assert [s.name for s in MA.on(5).supergroups()] == ["Aff(5)"]
+    assert [s.name for s in G.Monomial(5).supergroups()] == ["GL(5)", "S_5⋉(ℝ×)^5⋉ℝ^5"]
+    assert [s.name for s in G.DiagonalAffine(5).supergroups()] == ["S_5⋉(ℝ×)^5⋉ℝ^5"]
+    for small in (G.Scaling(), G.Translation(), G.Translations(), G.ScaleShift(positive=True)):
+        assert G.is_subgroup(small, ST), small.name
+    for small in (G.Monomial(), G.SignedPermutation(), G.Diagonal(), ST, G.Translations()):
+        assert G.is_subgroup(small, MA) and not G.is_subgroup(MA, small), small.name
+    # not included: a dilation is no per-coordinate map with a 1-dimensional shift, a
+    # rotation is no monomial, a general linear map no dilation
+    assert not G.is_subgroup(ST, G.ScaleShift()) and not G.is_subgroup(ST, G.Euclidean())
+    assert not G.is_subgroup(G.Orthogonal(), MA) and not G.is_subgroup(G.Diagonal(), ST)
+    assert not G.is_subgroup(G.Scaling(), STp)
+    # samples: a scalar multiple of I with a standard normal shift; x ↦ PDx + t
+    e = ST.on(6).sample(jax.random.key(0), 400)
+    m, t = np.asarray(e.matrix, np.float64), np.asarray(e.shift, np.float64)
+    a = m[:, 0, 0]
+    np.testing.assert_array_equal(m, a[:, None, None] * np.eye(6))
+    assert np.all((np.abs(a) >= 0.25 - 1e-6) & (np.abs(a) <= 4 + 1e-6))  # as Scaling's
+    assert (a < 0).any() and (a > 0).any()
+    assert _ks_pvalue(t[:, 3], stats.norm.cdf) > ALPHA
+    assert (np.asarray(STp.on(6).sample(jax.random.key(1), 200).matrix)[:, 0, 0] > 0).all()
+    assert not np.asarray(STp.on(6).contains(e)).all()       # negative scales
+    assert not np.asarray(G.ScaleShift(6).contains(e)).any()  # shifts not along 1
+    assert not np.asarray(ST.on(6).contains(G.DiagonalAffine(6).sample(
+        jax.random.key(2), 50))).any()
+    ma = MA.on(6).sample(jax.random.key(3), 200)
+    mm = np.asarray(ma.matrix, np.float64)
+    assert ((mm != 0).sum(1) == 1).all() and ((mm != 0).sum(2) == 1).all()
+    nz = np.abs(mm[mm != 0])
+    assert np.all((nz >= 0.5 - 1e-6) & (nz <= 2 + 1e-6))
+    assert np.asarray(MA.on(6).contains(ma)).all()
+    assert not np.asarray(G.Monomial(6).contains(ma)).any()        # non-zero shifts
+    assert not np.asarray(G.DiagonalAffine(6).contains(ma)).all()  # some P ≠ I
+    assert not np.asarray(MA.on(6).contains(G.Affine(6).sample(jax.random.key(4), 20))).any()
 
 
 def test_affine_families_in_products():

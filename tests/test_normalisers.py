@@ -296,13 +296,77 @@ def test_table_rows_and_kinds():
     assert rows["ChiNorm"][5] == "O(n) [data]"
     assert rows["MagnitudeEMANorm"][5] == "O(n) [time]"
     assert rows["BatchNorm"][5] == "B_n [data]"
-    assert rows["SimpleIsotropicLayerNorm"] == ["ℝ×,+λ1", "ℝ×", "O(n)", "I_n", "ℝ×₊", "O(n)",
+    assert rows["SimpleIsotropicLayerNorm"] == ["ℝ×⋉ℝ^n", "ℝ×", "O(n)", "I_n", "ℝ×₊", "O(n)",
                                                 "I_n", "ℝ×₊", "I_n"]
+    assert rows["ChiNorm"][:3] == ["ℝ×⋉ℝ^n", "ℝ×⋉ℝ^n", "Aff(n)"]
+    assert rows["MagnitudeEMANorm"][:3] == ["ℝ×⋉ℝ^n", "I_n", "O(n)"]
+    assert rows["BatchNorm"][:3] == ["(ℝ×)^n⋉ℝ^n"] * 2 + ["S_n⋉(ℝ×)^n⋉ℝ^n"]
     # the output bias absorbs translations on the left; σ(W_in x) does not on the right
     assert rows["IsotropicLayerNorm"][:6] == ["Aff(n)"] + ["GL(n)"] * 2 + ["I_n", "ℝ×₊",
                                                                           "O(n)"]
     tanh = taxdl.taxonomy(tnn.IsotropicLayerNorm(8, normalisation="tanh", key=jax.random.key(0)))
     assert tanh.cell("algebraic", "R").trivial
+
+
+def _radial_from_origin(f, xs):
+    """Whether h(x) − h(0) is parallel to x (a scalar gain with a vector bias, whatever
+    the scalar's dependence on x), for each row of `xs`."""
+    d = jax.vmap(lambda x: f(x) - f(jnp.zeros_like(x)))(xs)
+    cos = jnp.sum(d * xs, -1) / (jnp.linalg.norm(d, axis=-1) * jnp.linalg.norm(xs, axis=-1))
+    return np.abs(np.asarray(cos)) > 1 - 1e-5
+
+
+def _diagonal_jacobian(f, x):
+    j = np.asarray(jax.jacfwd(f)(x))
+    return bool(np.max(np.abs(j - np.diag(np.diag(j)))) <= 1e-5 * np.max(np.abs(j)))
+
+
+@pytest.mark.parametrize("build,flavour", [
+    (lambda: tnn.ChiNorm(6), "L"), (lambda: tnn.ChiNorm(6), "R"),
+    (lambda: tnn.MagnitudeEMANorm(6), "L"), (lambda: tnn.SimpleIsotropicLayerNorm(6), "L"),
+])
+def test_dilation_closure_cells_are_maximal(build, flavour):
+    # Every member of these classes maps x to h(0) + (a scalar)·x. Each dilation of ℝ×⋉ℝⁿ
+    # keeps that form (the declared cell, checked with its transport by the conformance
+    # rows); the immediate supergroup (ℝ×)ⁿ⋉ℝⁿ breaks it, so no transport can exist.
+    from taxdl.taxonomy import as_function
+
+    norm = build()
+    norm = eqx.tree_at(lambda m: (m.gamma, m.beta), norm,
+                       (jnp.asarray(1.7, jnp.float32), jnp.linspace(-1.0, 2.0, 6)))
+    f = as_function(norm)
+    xs = jnp.asarray(rng(20).normal(size=(16, 6)), jnp.float32)
+    assert _radial_from_origin(f, xs).all()
+    cell = norm.taxonomy.cell("closure", flavour).group
+    assert cell.name == "ℝ×⋉ℝ^n"
+    sups = cell.on(6).supergroups()
+    assert [g.name for g in sups] == ["(ℝ×)^6⋉ℝ^6"]
+    bigger = sups[0].sample(jax.random.key(5), 4)
+    for m, t in zip(bigger.matrix, bigger.shift):
+        moved = (lambda x: m @ f(x) + t) if flavour == "L" else (lambda x: f(m @ x + t))
+        assert not _radial_from_origin(moved, xs).all()
+    same = cell.on(6).sample(jax.random.key(6), 4)
+    for m, t in zip(same.matrix, same.shift):
+        moved = (lambda x: m @ f(x) + t) if flavour == "L" else (lambda x: f(m @ x + t))
+        assert _radial_from_origin(moved, xs).all()
+
+
+def test_batch_norm_closure_e_is_maximal():
+    # With its statistics as parameters BatchNorm is a per-coordinate affine map (diagonal
+    # Jacobian); conjugation by a monomial affine map keeps it diagonal, by the immediate
+    # supergroup Aff(n) (a generic linear part) not.
+    from taxdl.taxonomy import as_function
+
+    f = as_function(eqx.tree_at(lambda m: m.gamma, tnn.BatchNorm(5), jnp.linspace(0.5, 2, 5)))
+    x = jnp.asarray(rng(21).normal(size=5), jnp.float32)
+    assert _diagonal_jacobian(f, x)
+    cell = tnn.BatchNorm.taxonomy.cell("closure", "E").group.on(5)
+    assert [g.name for g in cell.supergroups()] == ["Aff(5)"]
+    for group, ok in ((cell, True), (cell.supergroups()[0], False)):
+        e = group.sample(jax.random.key(7), 3)
+        for m, t in zip(e.matrix, e.shift):
+            conj = lambda z: jnp.linalg.solve(m, f(m @ z + t) - t)  # noqa: B023
+            assert _diagonal_jacobian(conj, x) is ok, group.name
 
 
 # ----------------------------------------------------------------- errors

@@ -7,6 +7,7 @@ from ._affine import Affine as Affine
 from ._affine import Diagonal as Diagonal
 from ._affine import DiagonalAffine as DiagonalAffine
 from ._affine import Euclidean as Euclidean
+from ._affine import ScaleTranslation as ScaleTranslation
 from ._affine import Translations as Translations
 from ._base import AbstractGroup as AbstractGroup
 from ._base import Element as Element
@@ -43,6 +44,7 @@ from ._structured import simplex_vertices as simplex_vertices
 from ._extra import MonomialUnitary as MonomialUnitary
 from ._extra import Phase as Phase
 from ._extra import Monomial as Monomial
+from ._extra import MonomialAffine as MonomialAffine
 from ._extra import PositiveMonomial as PositiveMonomial
 from ._extra import RotatedConeGroup as RotatedConeGroup
 from ._extra import rotated_cone_basis as rotated_cone_basis

@@ -13,8 +13,10 @@ Hierarchy on one layer's ℝⁿ (DESIGN §1):
     (ℝ×₊)ⁿ ⊂ Sₙ⋉(ℝ×₊)ⁿ,
     ℝ×₊ ⊂ (ℝ×₊,+λ1) ⊂ (ℝ×,+λ1),   +λ1 ⊂ (ℝ×₊,+λ1),
     +λ1 ⊂ T(n) ⊂ E(n) ⊂ Aff(n),   O(n) ⊂ E(n),   GL(n) ⊂ Aff(n),
-    (ℝ×₊)ⁿ, T(n), (ℝ×₊,+λ1) ⊂ (ℝ×₊)ⁿ⋉ℝⁿ ⊂ (ℝ×)ⁿ⋉ℝⁿ (per-coordinate affine maps) ⊂ Aff(n),
-    (ℝ×)ⁿ, (ℝ×,+λ1) ⊂ (ℝ×)ⁿ⋉ℝⁿ,
+    T(n), (ℝ×₊,+λ1) ⊂ ℝ×₊⋉ℝⁿ ⊂ ℝ×⋉ℝⁿ (dilations) ⊃ (ℝ×,+λ1),
+    (ℝ×₊)ⁿ, ℝ×₊⋉ℝⁿ ⊂ (ℝ×₊)ⁿ⋉ℝⁿ ⊂ (ℝ×)ⁿ⋉ℝⁿ (per-coordinate affine maps),
+    (ℝ×)ⁿ, ℝ×⋉ℝⁿ ⊂ (ℝ×)ⁿ⋉ℝⁿ ⊂ Sₙ⋉(ℝ×)ⁿ⋉ℝⁿ (monomial affine maps) ⊃ Sₙ⋉(ℝ×)ⁿ,
+    Sₙ⋉(ℝ×)ⁿ⋉ℝⁿ ⊂ Aff(n),
     cone isometries ⊂ cone group (with scalings) ⊂ GL(n),  cone isometries ⊂ O(n),
     Sₙ×U(1) ⊂ U(n),  SU(2) ⊂ U(2).
 
@@ -26,7 +28,14 @@ import functools as ft
 
 import jax.numpy as jnp
 
-from ._affine import Affine, Diagonal, DiagonalAffine, Euclidean, Translations
+from ._affine import (
+    Affine,
+    Diagonal,
+    DiagonalAffine,
+    Euclidean,
+    ScaleTranslation,
+    Translations,
+)
 from ._base import AbstractGroup, Element
 from ._complex import SU2, PermutationPhase, Unitary
 from ._real import (
@@ -101,12 +110,15 @@ _register(Diagonal, lambda g: _bind(
     (Diagonal(), _extra("PositiveMonomial"), DiagonalAffine(positive=True)) if g.positive
     else (_extra("Monomial"), DiagonalAffine()), g.n))
 _register(DiagonalAffine, lambda g: _bind(
-    (DiagonalAffine(),) if g.positive else (Affine(),), g.n))
+    (DiagonalAffine(),) if g.positive else (_extra("MonomialAffine"),), g.n))
+_register(ScaleTranslation, lambda g: _bind(
+    (ScaleTranslation(), DiagonalAffine(positive=True)) if g.positive
+    else (DiagonalAffine(),), g.n))
 _register(Translation, lambda g: _bind((ScaleShift(positive=True), Translations()), g.n))
 _register(ScaleShift, lambda g: _bind(
-    (ScaleShift(positive=False), DiagonalAffine(positive=True)) if g.positive
-    else (DiagonalAffine(),), g.n))
-_register(Translations, lambda g: _bind((Euclidean(), DiagonalAffine(positive=True)), g.n))
+    (ScaleShift(positive=False), ScaleTranslation(positive=True)) if g.positive
+    else (ScaleTranslation(),), g.n))
+_register(Translations, lambda g: _bind((Euclidean(), ScaleTranslation(positive=True)), g.n))
 _register(Euclidean, lambda g: _bind((Affine(),), g.n))
 _register(Affine, lambda g: ())
 _register(ConeGroup, lambda g: (

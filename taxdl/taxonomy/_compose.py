@@ -76,12 +76,15 @@ from ..groups import (
     Euclidean,
     EvenSignedPermutation,
     GeneralLinear,
+    Monomial,
+    MonomialAffine,
     Orthogonal,
     OrthogonalComplement,
     Permutation,
     Product,
     ScaleShift,
     Scaling,
+    ScaleTranslation,
     SignedPermutation,
     SpecialOrthogonal,
     Translation,
@@ -242,6 +245,10 @@ def _linear_part(g: AbstractGroup) -> AbstractGroup:
         return GeneralLinear()
     if isinstance(g, DiagonalAffine):
         return Diagonal(positive=g.positive)
+    if isinstance(g, ScaleTranslation):
+        return Scaling(positive=g.positive)
+    if isinstance(g, MonomialAffine):
+        return Monomial()
     if isinstance(g, Product):
         return Product(*(_linear_part(f) for f in g.factors), n=g.n)
     return g
@@ -567,6 +574,8 @@ _DIMENSION = {
     "Monomial": lambda g, n: n,
     "Diagonal": lambda g, n: n,
     "DiagonalAffine": lambda g, n: 2 * n,
+    "ScaleTranslation": lambda g, n: n + 1,
+    "MonomialAffine": lambda g, n: 2 * n,
     "Scaling": lambda g, n: 1,
     "Translation": lambda g, n: 1,
     "ScaleShift": lambda g, n: 2,

@@ -37,8 +37,9 @@ from ._engine import real_dtype, sample_elements
 __all__ = [
     "EDGE_CASES", "affine", "all_translations", "argument_inputs", "diagonal_affine",
     "diagonals", "dihedral", "elements", "euclidean", "even_signed_permutations",
-    "general_linear", "inputs", "keys", "lorentz", "monomials", "orthogonal", "orthogonal_complement", "permutation_phases",
-    "permutations", "positive_monomials", "scale_shifts", "scalings", "seeds",
+    "general_linear", "inputs", "keys", "lorentz", "monomial_affine", "monomials",
+    "orthogonal", "orthogonal_complement", "permutation_phases", "permutations",
+    "positive_monomials", "scale_shifts", "scale_translations", "scalings", "seeds",
     "signed_permutations", "simplex", "special_orthogonal", "su2", "translations",
     "trivial", "unitary",
 ]
@@ -240,6 +241,11 @@ def monomials(n: int, num: int = 1, dtype=jnp.float32):
     return elements(G.Monomial(), n, num, dtype)
 
 
+def monomial_affine(n: int, num: int = 1, dtype=jnp.float32):
+    """Elements x ↦ PDx + t of Sₙ⋉(ℝ×)ⁿ⋉ℝⁿ: PD as in `monomials`, t ~ N(0, I)."""
+    return elements(G.MonomialAffine(), n, num, dtype)
+
+
 def diagonals(n: int, num: int = 1, dtype=jnp.float32, positive: bool = False):
     """Elements D of (ℝ×)ⁿ (or (ℝ×₊)ⁿ): independent signs (unless `positive`),
     magnitudes log-uniform in [½, 2]."""
@@ -254,6 +260,11 @@ def diagonal_affine(n: int, num: int = 1, dtype=jnp.float32, positive: bool = Fa
 def scale_shifts(n: int, num: int = 1, dtype=jnp.float32, positive: bool = False):
     """Elements x ↦ a x + λ1 of (ℝ×, +λ1)."""
     return elements(G.ScaleShift(positive=positive), n, num, dtype)
+
+
+def scale_translations(n: int, num: int = 1, dtype=jnp.float32, positive: bool = False):
+    """Elements x ↦ a x + t of ℝ×⋉ℝⁿ (or ℝ×₊⋉ℝⁿ): a as in `scalings`, t ~ N(0, I)."""
+    return elements(G.ScaleTranslation(positive=positive), n, num, dtype)
 
 
 def unitary(n: int, num: int = 1, dtype=jnp.float32):

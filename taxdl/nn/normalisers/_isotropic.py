@@ -12,8 +12,8 @@ from ...groups import (
     Affine,
     GeneralLinear,
     Orthogonal,
-    ScaleShift,
     Scaling,
+    ScaleTranslation,
 )
 from ...taxonomy import (
     AbstractNormaliser,
@@ -41,8 +41,8 @@ class SimpleIsotropicLayerNorm(AbstractNormaliser):
     **Symmetry:** algebraically ℝ×₊-right-invariant (x̂ ignores positive scale) and, at
     the initialisation $\\vec β = 0$, O(n)-equivariant: probabilistically O(n)-equivariant
     over the (point-mass) initialisation, algebraically trivial once $\\vec β$ is trained.
-    Closure: $a(γ\\hat x + β) + λ\\mathbf 1$ and $f(-x)$ stay in the class (ℝ×,+λ1 on the
-    left, ℝ× on the right), and $R^{-1}∘f∘R$ only rotates $\\vec β$ (O(n); scalings too,
+    Closure: $a(γ\\hat x + \\vec β) + t$ and $f(-x)$ stay in the class (the dilations
+    ℝ×⋉ℝⁿ on the left, ℝ× on the right), and $R^{-1}∘f∘R$ only rotates $\\vec β$ (O(n); scalings too,
     so the full closure-E group is ℝ×₊·O(n)).
 
     **Arguments:**
@@ -56,7 +56,7 @@ class SimpleIsotropicLayerNorm(AbstractNormaliser):
     n: int = eqx.field(static=True)
 
     taxonomy: ClassVar[Taxonomy] = Taxonomy(
-        closure=(ScaleShift(), Scaling(), Orthogonal()),
+        closure=(ScaleTranslation(), Scaling(), Orthogonal()),
         probabilistic=(None, Scaling(positive=True), Orthogonal()),
         algebraic=(None, Scaling(positive=True), None),
         note="closure E also holds for scalings (ℝ×₊·O(n), not a family of the hierarchy)",

@@ -22,8 +22,9 @@ from ...groups import (
     Affine,
     DiagonalAffine,
     Element,
+    MonomialAffine,
     Orthogonal,
-    ScaleShift,
+    ScaleTranslation,
     SignedPermutation,
 )
 from ...taxonomy import (
@@ -122,7 +123,7 @@ def _gaussian_batch(key, batch_shape, n: int, dtype) -> Array:
 # ======================================================================= Chi-normaliser
 def _chi_taxonomy() -> Taxonomy:
     return Taxonomy(
-        closure=(ScaleShift(), ScaleShift(), Affine()),
+        closure=(ScaleTranslation(), ScaleTranslation(), Affine()),
         probabilistic=(None, None, Orthogonal()),
         kind="data",
         note="data-like: over batches of isotropic (Gaussian) data; closure treats the "
@@ -150,8 +151,9 @@ class ChiNorm(AbstractNormaliser, eqx.nn.StatefulLayer):
     law (with $\\vec β$ at its initialisation 0). No per-example function is
     algebraically equivariant ($μ_B ≠ 0$). Treating the statistics as parameters, the
     per-batch class $\\{αx + b\\}$ is closed under conjugation by any affine map (Aff(n):
-    $M^{-1}(α(Mx + t) + b - t) = αx + M^{-1}(αt + b - t)$) and under scalings and shifts
-    on either side.
+    $M^{-1}(α(Mx + t) + b - t) = αx + M^{-1}(αt + b - t)$) and, on either side, under
+    every dilation $x \\mapsto ax + t$ (ℝ×⋉ℝⁿ: the scalar γ takes $a$, the vector $\\vec β$
+    on the left and the batch mean on the right take $t$).
 
     **Arguments:**
 
@@ -225,10 +227,12 @@ class BatchNorm(AbstractNormaliser, eqx.nn.StatefulLayer):
     with isotropic data, a rotation mixes coordinates whose batch variances differ, so the
     per-coordinate rescaling $\\operatorname{diag}(1/σ_B)$ does not commute with it even in
     law (App. A.1: "not algebraic nor probabilistically equivariant to orthogonal group
-    actions"). Treating statistics as parameters, the class of diagonal affine maps is
-    closed under signed-permutation conjugation and under every per-coordinate affine map
-    $Dx + t$ on either side ((ℝ×)ⁿ⋉ℝⁿ: γ, β absorb it on the left, the statistics on the
-    right).
+    actions"). Treating statistics as parameters, the class of per-coordinate affine maps
+    is closed under every per-coordinate affine map $Dx + t$ on either side ((ℝ×)ⁿ⋉ℝⁿ:
+    γ, β absorb it on the left, the statistics on the right) and under conjugation by
+    every monomial affine map $PDx + t$ (Sₙ⋉(ℝ×)ⁿ⋉ℝⁿ: $(PD)^{-1}E\\,PD$ is diagonal
+    for a diagonal $E$; γ and the scale move with the permutation, β and the mean with
+    $(PD)^{-1}$).
 
     **Arguments:** as [`ChiNorm`][taxdl.nn.ChiNorm].
     """
@@ -243,7 +247,7 @@ class BatchNorm(AbstractNormaliser, eqx.nn.StatefulLayer):
     momentum: float = eqx.field(static=True)
 
     taxonomy: ClassVar[Taxonomy] = Taxonomy(
-        closure=(DiagonalAffine(), DiagonalAffine(), SignedPermutation()),
+        closure=(DiagonalAffine(), DiagonalAffine(), MonomialAffine()),
         probabilistic=(None, None, SignedPermutation()),
         kind="data",
         note="data-like: over batches of isotropic (Gaussian) data; per-coordinate "
@@ -307,7 +311,8 @@ class MagnitudeEMANorm(AbstractNormaliser, eqx.nn.StatefulLayer):
     **Symmetry:** a scalar divides x, so at $\\vec β = 0$ every step's function is
     O(n)-equivariant whatever the history: time-like probabilistic O(n)-equivariance
     (the statistic's law over steps is rotation-invariant). Closure: $γ, \\vec β$ absorb
-    scalings and shifts on the left, and conjugation by O(n) only rotates $\\vec β$.
+    every dilation $y \\mapsto ay + t$ on the left (ℝ×⋉ℝⁿ), and conjugation by O(n) only
+    rotates $\\vec β$.
 
     **Arguments:**
 
@@ -328,7 +333,7 @@ class MagnitudeEMANorm(AbstractNormaliser, eqx.nn.StatefulLayer):
     momentum: float = eqx.field(static=True)
 
     taxonomy: ClassVar[Taxonomy] = Taxonomy(
-        closure=(ScaleShift(), None, Orthogonal()),
+        closure=(ScaleTranslation(), None, Orthogonal()),
         probabilistic=(None, None, Orthogonal()),
         kind="time",
         note="time-like: over training steps (the moving statistic); β at its "
@@ -416,7 +421,7 @@ def _move(norm, flavour, element, gamma, beta, mean, scale):
     """Parameters θ = (γ, β, μ, scale) moved by g, with the batch statistics treated as
     parameters: f_{g·θ} = g∘f_θ (L), f_θ∘g (R) or g⁻¹∘f_θ∘g (E). Exact for g = aI + t1 (L,
     R; every per-coordinate Dx + t for BatchNorm) and for every affine g (E, ChiNorm) or
-    signed permutation (E, BatchNorm)."""
+    monomial affine g (E, BatchNorm)."""
     d = beta.dtype
     m, t = element.matrix.astype(d), element.shift.astype(d)
     # ChiNorm's γ is a scalar: the scale a of g = aI + t; BatchNorm's: the diagonal of D
@@ -428,7 +433,10 @@ def _move(norm, flavour, element, gamma, beta, mean, scale):
     minv = jnp.linalg.inv(m)         # M⁻¹(γ·(Mx + t − μ)/s + β − t)
     if isinstance(norm, ChiNorm):
         return gamma, minv @ (beta - t), minv @ (mean - t), scale
-    p = jnp.abs(minv)                # signed permutation: coordinates move with |M|⁻¹
+    # monomial M = PD: γ and the scale move with the permutation P⁻¹ alone (the rows of
+    # |M⁻¹| normalised to one), β and μ with M⁻¹
+    p = jnp.abs(minv)
+    p = p / jnp.sum(p, axis=1, keepdims=True)
     return p @ gamma, minv @ (beta - t), minv @ (mean - t), p @ scale
 
 
