@@ -23,7 +23,7 @@ ALL_BOUND = [
     G.ConeGroup(7, cone_dim=4, shared_axis=True), G.Lorentz(4), G.Unitary(3),
     G.PermutationPhase(3), G.SU2(2), G.SU2(3, rep="adjoint"),
     G.Translations(4), G.Euclidean(4), G.Affine(4), G.ScaleTranslation(4),
-    G.ScaleTranslation(4, positive=True), G.MonomialAffine(4),
+    G.ScaleTranslation(4, positive=True), G.MonomialAffine(4), G.ConformalLinear(4),
 ]
 
 
@@ -372,8 +372,11 @@ def test_products_in_the_hierarchy():
     assert G.is_subgroup(G.Product(G.Scaling(), G.SignedPermutation()), conformal)
     assert not G.is_subgroup(conformal, G.Orthogonal())
     assert not G.is_subgroup(G.Lorentz(), conformal)
+    # ℝ× × O(n) is the family of similarities, in both directions
+    assert G.is_subgroup(conformal, G.ConformalLinear())
+    assert G.is_subgroup(G.ConformalLinear(), conformal)
     sups = [s.name for s in G.Product(G.Scaling(), G.SignedPermutation()).supergroups()]
-    assert "ℝ× × O(n)" in sups and "B_n" not in sups
+    assert "ℝ×·O(n)" in sups and "B_n" not in sups
     # a trivial factor is dropped: ℝ× × I has exactly ℝ×'s supergroups
     assert [s.name for s in G.Product(G.Scaling(), G.Trivial()).supergroups()] == [
         s.name for s in G.Scaling().supergroups()]
@@ -485,7 +488,7 @@ def test_affine_hierarchy_edges():
         assert not G.is_subgroup(big, small), (big.name, small.name)
         assert any(G.same_group(s, big) for s in small.on(5).supergroups()), small.name
     assert [s.name for s in G.Translation(5).supergroups()] == ["ℝ×₊,+λ1", "T(5)"]
-    assert [s.name for s in G.Orthogonal(5).supergroups()] == ["GL(5)", "E(5)"]
+    assert [s.name for s in G.Orthogonal(5).supergroups()] == ["ℝ×·O(5)", "E(5)"]
     assert [s.name for s in G.GeneralLinear(5).supergroups()] == ["Aff(5)"]
     assert [s.name for s in G.ScaleShift(5).supergroups()] == ["ℝ×⋉ℝ^5"]
     assert [s.name for s in G.ScaleShift(5, positive=True).supergroups()] == [
@@ -513,7 +516,7 @@ def test_diagonal_groups():
                        (Dp, DAp), (G.ScaleShift(positive=True), DAp), (DAp, DA)]:
         assert G.is_subgroup(small, big) and not G.is_subgroup(big, small), (small, big)
     assert not G.is_subgroup(G.Scaling(), DAp) and not G.is_subgroup(D, DAp)
-    assert [s.name for s in G.Scaling(5).supergroups()] == ["(ℝ×)^5", "ℝ×,+λ1"]
+    assert [s.name for s in G.Scaling(5).supergroups()] == ["(ℝ×)^5", "ℝ×,+λ1", "ℝ×·O(5)"]
     assert [s.name for s in G.Scaling(5, positive=True).supergroups()] == [
         "ℝ×", "ℝ×₊,+λ1", "(ℝ×₊)^5"]
     assert [s.name for s in G.Diagonal(5).supergroups()] == ["S_5⋉(ℝ×)^5", "(ℝ×)^5⋉ℝ^5"]
@@ -577,6 +580,39 @@ def test_dilations_and_monomial_affine_maps():
     assert not np.asarray(G.Monomial(6).contains(ma)).any()        # non-zero shifts
     assert not np.asarray(G.DiagonalAffine(6).contains(ma)).all()  # some P ≠ I
     assert not np.asarray(MA.on(6).contains(G.Affine(6).sample(jax.random.key(4), 20))).any()
+
+
+def test_similarities():
+    CO = G.ConformalLinear()
+    assert [s.name for s in CO.on(5).supergroups()] == ["GL(5)"]
+    for small in (G.Orthogonal(), G.SpecialOrthogonal(), G.SignedPermutation(), G.Scaling(),
+                  G.Scaling(positive=True), G.Simplex()):
+        assert G.is_subgroup(small, CO) and not G.is_subgroup(CO, small), small.name
+    for other in (G.Diagonal(), G.Monomial(), G.Euclidean(), G.ScaleShift()):
+        assert not G.is_subgroup(other, CO) and not G.is_subgroup(CO, other), other.name
+    assert G.is_subgroup(CO, G.Affine()) and not G.is_subgroup(CO, G.Euclidean())
+    # ℝ× × O(n) is the same group: a product of the two simplifies to it
+    from taxdl.groups._hierarchy import simplify_product
+
+    assert simplify_product(G.Product(G.Scaling(), G.Orthogonal(), n=4)).name == "ℝ×·O(4)"
+    assert simplify_product(G.Product(G.Scaling(positive=True), G.Orthogonal(),
+                                      n=4)).name == "ℝ×·O(4)"
+    # samples: a Haar rotation times a positive scale, log-uniform in [¼, 4]
+    e = CO.on(5).sample(jax.random.key(0), 2000)
+    m = np.asarray(e.matrix, np.float64)
+    gram = np.einsum("nki,nkj->nij", m, m)
+    a2 = gram[:, 0, 0]
+    np.testing.assert_allclose(gram, a2[:, None, None] * np.eye(5), atol=1e-5 * a2.max())
+    a = np.sqrt(a2)
+    assert np.all((a >= 0.25 - 1e-5) & (a <= 4 + 1e-5))
+    assert _ks_pvalue(np.log(a), stats.uniform(np.log(0.25), np.log(16)).cdf) > ALPHA
+    q = m / a[:, None, None]
+    assert _ks_pvalue(q[:, 0, 0], _entry_beta_cdf(5)) > ALPHA   # Haar first entry
+    assert (np.linalg.det(q) < 0).any() and (np.linalg.det(q) > 0).any()
+    assert np.asarray(CO.on(5).contains(e)).all()
+    assert not np.asarray(G.Orthogonal(5).contains(e)).all()
+    assert not np.asarray(CO.on(5).contains(G.Diagonal(5).sample(jax.random.key(1), 50))).all()
+    assert not np.asarray(CO.on(5).contains(G.Euclidean(5).sample(jax.random.key(2), 20))).any()
 
 
 def test_affine_families_in_products():

@@ -296,7 +296,7 @@ def test_table_rows_and_kinds():
     assert rows["ChiNorm"][5] == "O(n) [data]"
     assert rows["MagnitudeEMANorm"][5] == "O(n) [time]"
     assert rows["BatchNorm"][5] == "B_n [data]"
-    assert rows["SimpleIsotropicLayerNorm"] == ["ℝ×⋉ℝ^n", "ℝ×", "O(n)", "I_n", "ℝ×₊", "O(n)",
+    assert rows["SimpleIsotropicLayerNorm"] == ["ℝ×⋉ℝ^n", "ℝ×", "ℝ×·O(n)", "I_n", "ℝ×₊", "O(n)",
                                                 "I_n", "ℝ×₊", "I_n"]
     assert rows["ChiNorm"][:3] == ["ℝ×⋉ℝ^n", "ℝ×⋉ℝ^n", "Aff(n)"]
     assert rows["MagnitudeEMANorm"][:3] == ["ℝ×⋉ℝ^n", "I_n", "O(n)"]

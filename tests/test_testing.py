@@ -151,7 +151,7 @@ def test_positive_control_report():
     cell = report.cell("algebraic", "E")
     assert cell.status == "passed" and cell.checks >= 8 * 32
     assert cell.max_error <= cell.tolerance
-    assert [m.group for m in cell.maximality] == ["GL(8)", "E(8)"]
+    assert [m.group for m in cell.maximality] == ["ℝ×·O(8)", "E(8)"]
     assert all(m.found for m in cell.maximality)
     assert "PASSED" in str(report)
 

@@ -6,8 +6,8 @@ editing any taxdl class.
 
 Hierarchy on one layer's ℝⁿ (DESIGN §1):
 
-    I ⊂ Sₙ ⊂ Dₙ ⊂ Bₙ ⊂ O(n) ⊂ GL(n),   I ⊂ Ψ ⊂ O(n),   I ⊂ SO(n) ⊂ O(n),
-    Sₙ ⊂ O(n−1) (permutations fix 1) ⊂ O(n),   I ⊂ ℝ×₊ ⊂ ℝ× ⊂ GL(n),
+    I ⊂ Sₙ ⊂ Dₙ ⊂ Bₙ ⊂ O(n) ⊂ ℝ×·O(n) (similarities) ⊂ GL(n),   I ⊂ Ψ ⊂ O(n),
+    I ⊂ SO(n) ⊂ O(n),   Sₙ ⊂ O(n−1) (permutations fix 1) ⊂ O(n),   I ⊂ ℝ×₊ ⊂ ℝ× ⊂ ℝ×·O(n),
     Sₙ ⊂ Sₙ⋉(ℝ×₊)ⁿ ⊃ ℝ×₊ (positive monomials) ⊂ Sₙ⋉(ℝ×)ⁿ (monomials) ⊂ GL(n),
     Bₙ ⊂ Sₙ⋉(ℝ×)ⁿ ⊃ (ℝ×)ⁿ (invertible diagonals) ⊃ ℝ×, (ℝ×₊)ⁿ ⊃ ℝ×₊,
     (ℝ×₊)ⁿ ⊂ Sₙ⋉(ℝ×₊)ⁿ,
@@ -40,6 +40,7 @@ from ._base import AbstractGroup, Element
 from ._complex import SU2, PermutationPhase, Unitary
 from ._real import (
     EvenSignedPermutation,
+    ConformalLinear,
     GeneralLinear,
     Orthogonal,
     OrthogonalComplement,
@@ -101,11 +102,12 @@ _register(SpecialOrthogonal, lambda g: _bind((Orthogonal(),), g.n))
 _register(Simplex, lambda g: _bind((Orthogonal(),), g.n))
 _register(Dihedral, lambda g: _bind((Orthogonal(),), 2 if g.n is not None else None))
 _register(OrthogonalComplement, lambda g: _bind((Orthogonal(),), g.n))
-_register(Orthogonal, lambda g: _bind((GeneralLinear(), Euclidean()), g.n))
+_register(Orthogonal, lambda g: _bind((ConformalLinear(), Euclidean()), g.n))
+_register(ConformalLinear, lambda g: _bind((GeneralLinear(),), g.n))
 _register(GeneralLinear, lambda g: _bind((Affine(),), g.n))
 _register(Scaling, lambda g: _bind(
     (Scaling(positive=False), ScaleShift(positive=True), Diagonal(positive=True)) if g.positive
-    else (Diagonal(), ScaleShift(positive=False)), g.n))
+    else (Diagonal(), ScaleShift(positive=False), ConformalLinear()), g.n))
 _register(Diagonal, lambda g: _bind(
     (Diagonal(), _extra("PositiveMonomial"), DiagonalAffine(positive=True)) if g.positive
     else (_extra("Monomial"), DiagonalAffine()), g.n))
@@ -138,6 +140,8 @@ def simplify_product(group: AbstractGroup) -> AbstractGroup:
     if not isinstance(group, Product):
         return group
     factors = [simplify_product(f) for f in group.factors if not isinstance(f, Trivial)]
+    if (len(factors) == 2 and {type(f) for f in factors} == {Scaling, Orthogonal}):
+        return ConformalLinear(group.n)   # ℝ×·O(n) = ℝ×₊·O(n) (−I is orthogonal)
     kept = []
     for i, f in enumerate(factors):
         absorbed = any(
@@ -192,6 +196,7 @@ def is_subgroup(a: AbstractGroup, b: AbstractGroup) -> bool:
 
     The trivial group is a subgroup of everything; products compare factor-wise.
     """
+    a, b = simplify_product(a), simplify_product(b)
     if same_group(a, b) or isinstance(a, Trivial):
         return True
     if isinstance(a, Product) and isinstance(b, Product) and len(a.factors) == len(b.factors):

@@ -190,7 +190,8 @@ def known_groups() -> dict[str, AbstractGroup]:
             G.PermutationPhase(), G.SU2(), G.Translations(), G.Euclidean(), G.Affine(),
             G.Diagonal(), G.DiagonalAffine(), G.Diagonal(positive=True),
             G.DiagonalAffine(positive=True), G.Monomial(), G.PositiveMonomial(),
-            G.ScaleTranslation(), G.ScaleTranslation(positive=True), G.MonomialAffine()]
+            G.ScaleTranslation(), G.ScaleTranslation(positive=True), G.MonomialAffine(),
+            G.ConformalLinear()]
     out = {g.name: g for g in fams}
     out.update({type(g).__name__: g for g in fams})
     return out

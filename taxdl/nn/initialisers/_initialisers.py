@@ -17,6 +17,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, PRNGKeyArray
 
 from ...groups import (
+    ConformalLinear,
     GeneralLinear,
     Orthogonal,
     Permutation,
@@ -39,10 +40,12 @@ def _check_positive(value, name: str, who: str) -> float:
 def _law(left, right, within, note: str = "") -> Taxonomy:
     """The declaration of a linear layer $x \\mapsto Wx$ whose weights have a law invariant
     under `left` (W ↦ AW), `right` (W ↦ WA) and `within` (W ↦ A⁻¹WA). Every such map commutes
-    with scalings, so E carries the factor ℝ× (algebraically: ℝ× alone)."""
+    with scalings, so E carries the factor ℝ× (algebraically: ℝ× alone); with O(n) the two
+    generate the similarities ℝ×·O(n)."""
+    equi = ConformalLinear() if isinstance(within, Orthogonal) else Product(Scaling(), within)
     return Taxonomy(
         closure=(GeneralLinear(), GeneralLinear(), GeneralLinear()),
-        probabilistic=(left, right, Product(Scaling(), within)),
+        probabilistic=(left, right, equi),
         algebraic=(None, None, Scaling()),
         note=note,
     )

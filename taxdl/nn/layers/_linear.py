@@ -8,7 +8,7 @@ import jax.numpy as jnp
 from jax import named_scope
 from jaxtyping import Array, Float, PRNGKeyArray
 
-from ...groups import Affine, Orthogonal, Permutation, PositiveMonomial
+from ...groups import Affine, ConformalLinear, Orthogonal, Permutation, PositiveMonomial
 from ...taxonomy import (
     AbstractLayer,
     Flavour,
@@ -44,8 +44,10 @@ class Linear(AbstractLayer):
     **Symmetry:** closed under the affine group Aff(n) = GL(n) ⋉ ℝⁿ on every side: the
     parameters absorb any invertible affine map $x \\mapsto Mx + t$, the bias taking the
     translation (Table 5.2, "Affine Layer", gives GL(n), its hierarchy having no
-    translations); probabilistically O(n)-invariant/equivariant under its Gaussian
-    initialisation (the zero bias does not survive a translation); algebraically trivial.
+    translations); probabilistically O(n)-invariant on either side under its Gaussian
+    initialisation and, conjugated, equivariant to the similarities ℝ×·O(n): $(aQ)^{-1}
+    W(aQ) = Q^TWQ$ has the law of $W$ and the zero bias stays zero (it does not survive a
+    translation; Table 5.2 gives O(n)); algebraically trivial.
 
     **Arguments:**
 
@@ -61,8 +63,10 @@ class Linear(AbstractLayer):
 
     taxonomy: ClassVar[Taxonomy] = Taxonomy(
         closure=(Affine(), Affine(), Affine()),
-        probabilistic=(Orthogonal(), Orthogonal(), Orthogonal()),
-        note="closure: the bias absorbs translations, so Aff(n) (Table 5.2 gives GL(n))",
+        probabilistic=(Orthogonal(), Orthogonal(), ConformalLinear()),
+        note="closure: the bias absorbs translations, so Aff(n) (Table 5.2 gives GL(n)); "
+             "probabilistic E: with the zero initial bias every draw commutes with "
+             "scalings, so ℝ×·O(n) (Table 5.2 gives O(n))",
     )
 
     def __init__(self, in_features: int, out_features: int, *, key: PRNGKeyArray,

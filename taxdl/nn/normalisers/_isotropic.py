@@ -10,6 +10,7 @@ from jaxtyping import Array, Float, PRNGKeyArray
 
 from ...groups import (
     Affine,
+    ConformalLinear,
     GeneralLinear,
     Orthogonal,
     Scaling,
@@ -42,8 +43,9 @@ class SimpleIsotropicLayerNorm(AbstractNormaliser):
     the initialisation $\\vec β = 0$, O(n)-equivariant: probabilistically O(n)-equivariant
     over the (point-mass) initialisation, algebraically trivial once $\\vec β$ is trained.
     Closure: $a(γ\\hat x + \\vec β) + t$ and $f(-x)$ stay in the class (the dilations
-    ℝ×⋉ℝⁿ on the left, ℝ× on the right), and $R^{-1}∘f∘R$ only rotates $\\vec β$ (O(n); scalings too,
-    so the full closure-E group is ℝ×₊·O(n)).
+    ℝ×⋉ℝⁿ on the left, ℝ× on the right), and conjugation by a similarity $M = aR$ ($a > 0$,
+    $R$ orthogonal) maps it to $(γ/a)\\hat x + M^{-1}\\vec β$: closure E is the similarity
+    group ℝ×·O(n).
 
     **Arguments:**
 
@@ -56,10 +58,9 @@ class SimpleIsotropicLayerNorm(AbstractNormaliser):
     n: int = eqx.field(static=True)
 
     taxonomy: ClassVar[Taxonomy] = Taxonomy(
-        closure=(ScaleTranslation(), Scaling(), Orthogonal()),
+        closure=(ScaleTranslation(), Scaling(), ConformalLinear()),
         probabilistic=(None, Scaling(positive=True), Orthogonal()),
         algebraic=(None, Scaling(positive=True), None),
-        note="closure E also holds for scalings (ℝ×₊·O(n), not a family of the hierarchy)",
     )
 
     def __init__(self, n: int, *, dtype=jnp.float32):
@@ -89,8 +90,8 @@ def _(norm: SimpleIsotropicLayerNorm, key) -> SimpleIsotropicLayerNorm:
 @transport.register
 def _(norm: SimpleIsotropicLayerNorm, flavour, element, group) -> SimpleIsotropicLayerNorm:
     """L ($y \\mapsto My + t$, $M = aI$): γ ↦ aγ, β ↦ Mβ + t. R ($x \\mapsto a x$): γ ↦
-    sign(a)γ. E ($M = aR$, $R$ orthogonal): γ ↦ γ/|a|, β ↦ M⁻¹(β − t). Exact on the
-    declared groups (and on scalings for E)."""
+    sign(a)γ. E ($M = aR$, $a > 0$, $R$ orthogonal): γ ↦ γ/a, β ↦ M⁻¹(β − t). Exact on
+    the declared groups."""
     flavour = Flavour(flavour)
     dtype = norm.beta.dtype
     m, t = element.matrix.astype(dtype), element.shift.astype(dtype)

@@ -11,7 +11,13 @@ import jax.numpy as jnp
 from jax import named_scope
 from jaxtyping import Array, Float
 
-from ...groups import Orthogonal, Permutation, PositiveMonomial, SignedPermutation
+from ...groups import (
+    ConformalLinear,
+    Orthogonal,
+    Permutation,
+    PositiveMonomial,
+    SignedPermutation,
+)
 from ...taxonomy import AbstractOperation, Signature, Taxonomy, register, signature
 from . import _functional as F
 
@@ -52,13 +58,12 @@ class IsotropicMin(AbstractOperation):
     otherwise; the identity when $x\\cdot n = 0$. See
     [`isotropic_min`][taxdl.nn.functional.isotropic_min].
 
-    **Symmetry:** algebraically $f(Rx, Rn) = Rf(x, n)$ for all $R ∈ O(n)$ (eq 55 is built
-    from dot products); also equivariant to joint scalings (not a family above O(n) in the
-    hierarchy).
+    **Symmetry:** algebraically $f(Mx, Mn) = Mf(x, n)$ for every similarity $M = aR$
+    ($a > 0$, $R ∈ O(n)$): eq 55 is built from dot products, and the ratio $n\\cdot n /
+    x\\cdot n$ is unchanged by a joint scaling, so the group is ℝ×·O(n).
     """
 
-    taxonomy: ClassVar[Taxonomy] = _algebraic(Orthogonal(), "also equivariant to joint "
-                                              "scalings x, n ↦ ax, an")
+    taxonomy: ClassVar[Taxonomy] = _algebraic(ConformalLinear())
 
     @named_scope("taxdl.IsotropicMin")
     def __call__(self, x: Float[Array, "*b n"], n: Float[Array, "*#b n"], *, key=None
@@ -75,12 +80,11 @@ class IsotropicMax(AbstractOperation):
     $x\\cdot n = \\|n\\|^2$ and maps other points along the line through the origin onto it;
     the identity when $x\\cdot n = 0$. See [`isotropic_max`][taxdl.nn.functional.isotropic_max].
 
-    **Symmetry:** algebraically O(n)-equivariant acting on both arguments (and to joint
-    scalings).
+    **Symmetry:** algebraically equivariant to the similarities ℝ×·O(n) acting on both
+    arguments (rotations and joint scalings), as [`IsotropicMin`][taxdl.nn.IsotropicMin].
     """
 
-    taxonomy: ClassVar[Taxonomy] = _algebraic(Orthogonal(), "also equivariant to joint "
-                                              "scalings x, n ↦ ax, an")
+    taxonomy: ClassVar[Taxonomy] = _algebraic(ConformalLinear())
 
     @named_scope("taxdl.IsotropicMax")
     def __call__(self, x: Float[Array, "*b n"], n: Float[Array, "*#b n"], *, key=None

@@ -18,6 +18,7 @@ from jaxtyping import Array, Float, PRNGKeyArray
 
 from ...groups import (
     Affine,
+    ConformalLinear,
     Diagonal,
     Element,
     Monomial,
@@ -75,7 +76,8 @@ def _time_taxonomy(within, rate: float, note: str) -> Taxonomy:
     algebraically (each realisation is linear); the identity when rate = 0."""
     if rate == 0:
         return _IDENTITY
-    group = Product(Scaling(), within)
+    # ℝ× with O(n) generate the similarities ℝ×·O(n)
+    group = ConformalLinear() if isinstance(within, Orthogonal) else Product(Scaling(), within)
     return Taxonomy(closure=(None, None, group), probabilistic=(None, None, group),
                     algebraic=(None, None, Scaling()), kind="time",
                     note=note)
