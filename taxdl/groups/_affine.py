@@ -32,7 +32,6 @@ from ._base import (
     linear_element,
     log_uniform,
     random_signs,
-    scalar_part,
     scalars_label,
     zero_shift,
 )
@@ -130,14 +129,12 @@ class ScaleTranslation(AbstractNoncompactGroup):
 
     def _sample(self, key, num, dtype):
         ka, kt = jax.random.split(key)
-        a = Scaling(self.n, positive=self.positive)._scale(ka, num, dtype)
-        return Element(a[:, None, None] * jnp.eye(self.n, dtype=dtype),
-                       _gaussian_shift(kt, num, self.n, dtype))
+        m = Scaling(self.n, positive=self.positive).scale_matrices(ka, num, dtype)
+        return Element(m, _gaussian_shift(kt, num, self.n, dtype))
 
     def _contains(self, element, atol):
-        a, scalar = scalar_part(element.matrix, atol)
-        sign_ok = (a > atol) if self.positive else (jnp.abs(a) > atol)
-        return scalar & sign_ok & _finite_shift(element)
+        scales = Scaling(self.n, positive=self.positive)
+        return scales.is_scale_matrix(element.matrix, atol) & _finite_shift(element)
 
 
 def _random_diagonals(key, num: int, n: int, dtype, positive: bool) -> Array:

@@ -236,14 +236,20 @@ class Scaling(AbstractNoncompactGroup):
             a = a * random_signs(ks, num, 1, dtype)[:, 0]
         return a
 
+    def scale_matrices(self, key, num: int, dtype) -> Array:
+        """`num` matrices $aI$ with $a$ drawn as documented above."""
+        return self._scale(key, num, dtype)[:, None, None] * jnp.eye(self.n, dtype=dtype)
+
+    def is_scale_matrix(self, matrix, atol) -> Array:
+        """Whether `matrix` is $aI$ with $a ≠ 0$ ($a > 0$ for ℝ×₊), to `atol`."""
+        a, scalar = scalar_part(matrix, atol)
+        return scalar & ((a > atol) if self.positive else (jnp.abs(a) > atol))
+
     def _sample(self, key, num, dtype):
-        a = self._scale(key, num, dtype)
-        return linear_element(a[:, None, None] * jnp.eye(self.n, dtype=dtype))
+        return linear_element(self.scale_matrices(key, num, dtype))
 
     def _contains(self, element, atol):
-        a, scalar = scalar_part(element.matrix, atol)
-        sign_ok = (a > atol) if self.positive else (jnp.abs(a) > atol)
-        return scalar & sign_ok & zero_shift(element, atol)
+        return self.is_scale_matrix(element.matrix, atol) & zero_shift(element, atol)
 
 
 class ConformalLinear(AbstractNoncompactGroup):
@@ -308,15 +314,13 @@ class ScaleShift(AbstractNoncompactGroup):
 
     def _sample(self, key, num, dtype):
         ka, kl = jax.random.split(key)
-        a = Scaling(self.n, positive=self.positive)._scale(ka, num, dtype)
+        m = Scaling(self.n, positive=self.positive).scale_matrices(ka, num, dtype)
         lam = jax.random.normal(kl, (num, 1), dtype)
-        m = a[:, None, None] * jnp.eye(self.n, dtype=dtype)
         return Element(m, jnp.broadcast_to(lam, (num, self.n)))
 
     def _contains(self, element, atol):
-        a, scalar = scalar_part(element.matrix, atol)
-        sign_ok = (a > atol) if self.positive else (jnp.abs(a) > atol)
         s = element.shift
         along = jnp.max(jnp.abs(s - s[..., :1]), axis=-1) <= atol
-        return scalar & sign_ok & along
+        scales = Scaling(self.n, positive=self.positive)
+        return scales.is_scale_matrix(element.matrix, atol) & along
 
