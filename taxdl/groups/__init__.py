@@ -21,6 +21,7 @@ from ._hierarchy import immediate_supergroups as immediate_supergroups
 from ._hierarchy import is_subgroup as is_subgroup
 from ._hierarchy import represent as represent
 from ._hierarchy import same_group as same_group
+from ._hierarchy import scalings_times as scalings_times
 from ._real import ConformalLinear as ConformalLinear
 from ._real import EvenSignedPermutation as EvenSignedPermutation
 from ._real import GeneralLinear as GeneralLinear

@@ -46,7 +46,7 @@ from ._base import (
     unit_monomial,
     zero_shift,
 )
-from ._affine import Affine
+from ._affine import Affine, _finite_shift, _gaussian_shift
 from ._complex import PermutationPhase, Unitary
 from ._hierarchy import _bind, immediate_supergroups
 from ._real import GeneralLinear, Orthogonal
@@ -139,11 +139,11 @@ class MonomialAffine(AbstractNoncompactGroup):
     def _sample(self, key, num, dtype):
         km, kt = jax.random.split(key)
         m = Monomial(self.n)._sample(km, num, dtype).matrix
-        return Element(m, jax.random.normal(kt, (num, self.n), dtype))
+        return Element(m, _gaussian_shift(kt, num, self.n, dtype))
 
     def _contains(self, element, atol):
         _, pattern = _monomial_pattern(element.matrix, atol)
-        return pattern & jnp.all(jnp.isfinite(element.shift), axis=-1)
+        return pattern & _finite_shift(element)
 
 
 class Phase(AbstractCompactGroup):

@@ -134,6 +134,15 @@ _register(SU2, lambda g: (Unitary(2),) if g.rep == "standard" else (Orthogonal(3
 _register(BlockDiagonal, lambda g: _bind((GeneralLinear(),), g.n))
 
 
+def scalings_times(within: AbstractGroup) -> AbstractGroup:
+    """ℝ× × `within`: what a linear map's equivariance cell becomes once the scalings,
+    with which every linear map commutes, are added; the family ℝ×·O(n) when `within` is
+    O(n) (the two generate it), else the product."""
+    if isinstance(within, Orthogonal):
+        return ConformalLinear(within.n)
+    return Product(Scaling(), within)
+
+
 def simplify_product(group: AbstractGroup) -> AbstractGroup:
     """Drop trivial factors and factors contained in another factor of a `Product`;
     a single remaining factor is returned as itself."""

@@ -17,14 +17,13 @@ import jax.numpy as jnp
 from jaxtyping import Array, PRNGKeyArray
 
 from ...groups import (
-    ConformalLinear,
     GeneralLinear,
     Orthogonal,
     Permutation,
-    Product,
     Scaling,
     SignedPermutation,
     Trivial,
+    scalings_times,
 )
 from ...taxonomy import AbstractInitialiser, Taxonomy, register
 from . import _functional as F
@@ -42,10 +41,9 @@ def _law(left, right, within, note: str = "") -> Taxonomy:
     under `left` (W ↦ AW), `right` (W ↦ WA) and `within` (W ↦ A⁻¹WA). Every such map commutes
     with scalings, so E carries the factor ℝ× (algebraically: ℝ× alone); with O(n) the two
     generate the similarities ℝ×·O(n)."""
-    equi = ConformalLinear() if isinstance(within, Orthogonal) else Product(Scaling(), within)
     return Taxonomy(
         closure=(GeneralLinear(), GeneralLinear(), GeneralLinear()),
-        probabilistic=(left, right, equi),
+        probabilistic=(left, right, scalings_times(within)),
         algebraic=(None, None, Scaling()),
         note=note,
     )

@@ -18,14 +18,13 @@ from jaxtyping import Array, Float, PRNGKeyArray
 
 from ...groups import (
     Affine,
-    ConformalLinear,
     Diagonal,
     Element,
     Monomial,
     Orthogonal,
-    Product,
     Scaling,
     Trivial,
+    scalings_times,
 )
 from ...taxonomy import (
     AbstractOperation,
@@ -76,8 +75,7 @@ def _time_taxonomy(within, rate: float, note: str) -> Taxonomy:
     algebraically (each realisation is linear); the identity when rate = 0."""
     if rate == 0:
         return _IDENTITY
-    # ℝ× with O(n) generate the similarities ℝ×·O(n)
-    group = ConformalLinear() if isinstance(within, Orthogonal) else Product(Scaling(), within)
+    group = scalings_times(within)
     return Taxonomy(closure=(None, None, group), probabilistic=(None, None, group),
                     algebraic=(None, None, Scaling()), kind="time",
                     note=note)
