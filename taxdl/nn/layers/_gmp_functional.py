@@ -102,23 +102,20 @@ def _direction_t_fwd(theta):
 
 
 def _direction_t_bwd(res, u_bar):
-    # u_i = c_i P_i (c_m := 1), P_i = Π_{j<i} s_j. With A_j = Σ_{i>j} ū_i c_i Π_{j<k<i} s_k
-    # (A_{m-1} = ū_m, A_j = ū_{j+1} c_{j+1} + s_{j+1} A_{j+1}):
+    # u_i = c_i P_i (c_m := 1), P_i = Π_{j<i} s_j. With A_j = Σ_{i>j} ū_i c_i Π_{j<k<i} s_k,
+    # so that A_{m-1} = ū_m and A_{j-1} = ū_j c_j + s_j A_j:
     #   θ̄_j = P_j (c_j A_j − s_j ū_j),
-    # division-free, so exact when some s_j = 0.
+    # division-free, so exact when some s_j = 0. A is the scan's only carry (each extra
+    # carry costs a copy per step).
     theta_t, prefix = res
     m = theta_t.shape[0]
 
-    def step(carry, xs):
-        a, s_next, cu_next = carry
+    def step(a, xs):
         th, p, ub = xs
         s, c = sincos(th)
-        a = cu_next + s_next * a
-        return (a, s, ub * c), p * (c * a - s * ub)
+        return ub * c + s * a, p * (c * a - s * ub)
 
-    zero = jnp.zeros_like(u_bar[0])
-    _, theta_bar_t = jax.lax.scan(step, (zero, zero, u_bar[m]), (theta_t, prefix, u_bar[:m]),
-                                  reverse=True)
+    _, theta_bar_t = jax.lax.scan(step, u_bar[m], (theta_t, prefix, u_bar[:m]), reverse=True)
     return (theta_bar_t.T,)
 
 
