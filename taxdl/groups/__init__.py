@@ -3,6 +3,7 @@
 Sampling (Haar where compact), membership, the subgroup hierarchy and representations.
 """
 
+from ._affine import AbstractTranslationExtension as AbstractTranslationExtension
 from ._affine import Affine as Affine
 from ._affine import Diagonal as Diagonal
 from ._affine import DiagonalAffine as DiagonalAffine

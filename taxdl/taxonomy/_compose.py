@@ -75,25 +75,17 @@ import jax.numpy as jnp
 
 from ..groups import (
     AbstractGroup,
-    Affine,
+    AbstractTranslationExtension,
     ConformalLinear,
-    Diagonal,
-    DiagonalAffine,
     Element,
-    Euclidean,
     EvenSignedPermutation,
     GeneralLinear,
-    Monomial,
-    MonomialAffine,
     Orthogonal,
-    OrthogonalComplement,
     Permutation,
     Product,
     ScaleShift,
     Scaling,
-    ScaleTranslation,
     SignedPermutation,
-    SpecialOrthogonal,
     Translation,
     Translations,
     Trivial,
@@ -261,16 +253,8 @@ def _linear_part(g: AbstractGroup) -> AbstractGroup:
         return Trivial()
     if isinstance(g, ScaleShift):
         return Scaling(positive=g.positive)
-    if isinstance(g, Euclidean):
-        return Orthogonal()
-    if isinstance(g, Affine):
-        return GeneralLinear()
-    if isinstance(g, DiagonalAffine):
-        return Diagonal(positive=g.positive)
-    if isinstance(g, ScaleTranslation):
-        return Scaling(positive=g.positive)
-    if isinstance(g, MonomialAffine):
-        return Monomial()
+    if isinstance(g, AbstractTranslationExtension):
+        return g.linear_part()
     if isinstance(g, Product):
         return Product(*(_linear_part(f) for f in g.factors), n=g.n)
     return g
