@@ -6,13 +6,16 @@
 - `input_mean_norm`: the centring of Input Mean Normalisation (eq 14).
 
 Speed. $u(θ)$ needs, per output unit, the prefix products $\\prod_{j<i} \\sin θ_j$. They are
-computed by one `lax.scan` over the input axis (on the transposed angles, so every step
-is a contiguous vector operation over the units) with a hand-written reverse-scan
-gradient: no divisions (so nothing breaks when some $\\sin θ_j = 0$), no `cumprod` (which
-XLA lowers to a windowed reduction whose gradient dominates a layer's cost), no logs.
-In float32, sine and cosine come from one shared Cody–Waite range reduction and Taylor
-polynomials on $[-π/4, π/4]$ (error ≤ 1.2e-7, i.e. about one ulp; XLA's CPU `sin` is as
-slow as a 256×1024×1024 matmul for a 1024×1023 angle array); float64 uses `jnp.sin`.
+computed by `lax.scan` over the input axis (on the transposed angles, so every step is a
+contiguous vector operation over the units) with a hand-written reverse-scan gradient: no
+divisions (so nothing breaks when some $\\sin θ_j = 0$), no `cumprod` (which XLA lowers to
+a windowed reduction whose gradient dominates a layer's cost), no logs. Without a gradient,
+one loop computes each step's sine and cosine in place; for a gradient, the sines and
+cosines are computed once in parallel passes outside the loops and kept, so that both
+loops only multiply. In float32, sine and cosine come from one shared Cody–Waite range
+reduction and Taylor polynomials on $[-π/4, π/4]$ (error ≤ 1.2e-7, i.e. about one ulp;
+XLA's CPU `sin` is as slow as a 256×1024×1024 matmul for a 1024×1023 angle array); float64
+uses `jnp.sin`.
 """
 
 import math
@@ -79,26 +82,48 @@ def sincos(x: Float[Array, "*s"]) -> tuple[Float[Array, "*s"], Float[Array, "*s"
 
 # ----------------------------------------------------------------------- u(θ), eq 11
 def _forward(theta_t):
-    """theta_t (m, out) → u_t (m+1, out) and the prefix products P (m, out)."""
+    """theta_t (m, out) → u_t (m+1, out): one loop over the input axis computing the
+    sines and cosines of each step in place (the fastest form when no gradient is needed)."""
     out = theta_t.shape[1]
 
     def step(p, th):
         s, c = sincos(th)
-        return p * s, (p * c, p)
+        return p * s, p * c
 
-    last, (uc, prefix) = jax.lax.scan(step, jnp.ones((out,), theta_t.dtype), theta_t)
-    return jnp.concatenate([uc, last[None]], 0), prefix
+    last, uc = jax.lax.scan(step, jnp.ones((out,), theta_t.dtype), theta_t)
+    return jnp.concatenate([uc, last[None]], 0)
+
+
+def _materialise(x):
+    """`x` copied row by row in a loop. XLA fuses elementwise work into a preceding
+    transposition, reading the source with a stride (the sine/cosine polynomials then run
+    ~4× slower, unvectorised); it cannot fuse across a loop, so a transposed array passed
+    through here is written once, contiguously. (`+ 0` keeps the loop: an identity body
+    would be forwarded without one.)"""
+    return jax.lax.scan(lambda carry, row: (carry, row + 0), None, x)[1]
+
+
+def _prefix_products(s):
+    """P_j = Π_{i<j} s_i along axis 0 (P_0 = 1): a loop whose body is one multiply."""
+    def step(p, s_j):
+        return p * s_j, p
+
+    return jax.lax.scan(step, jnp.ones(s.shape[1:], s.dtype), s)[1]
 
 
 @jax.custom_vjp
 def _direction_t(theta):
-    return _forward(theta.T)[0]
+    return _forward(theta.T)
 
 
 def _direction_t_fwd(theta):
-    theta_t = theta.T
-    u_t, prefix = _forward(theta_t)
-    return u_t, (theta_t, prefix)
+    # For the gradient, sines and cosines are computed once, outside any loop (two
+    # parallel passes over contiguous angles), and kept for the reverse scan, whose body
+    # is then a few multiplies.
+    s, c = sincos(_materialise(theta.T))
+    prefix = _prefix_products(s)
+    u_t = jnp.concatenate([prefix * c, (prefix[-1] * s[-1])[None]], 0)
+    return u_t, (s, c, prefix)
 
 
 def _direction_t_bwd(res, u_bar):
@@ -106,16 +131,17 @@ def _direction_t_bwd(res, u_bar):
     # so that A_{m-1} = ū_m and A_{j-1} = ū_j c_j + s_j A_j:
     #   θ̄_j = P_j (c_j A_j − s_j ū_j),
     # division-free, so exact when some s_j = 0. A is the scan's only carry (each extra
-    # carry costs a copy per step).
-    theta_t, prefix = res
-    m = theta_t.shape[0]
+    # carry costs a copy per step); ū is read by index rather than sliced (a slice would be
+    # copied before the loop).
+    s, c, prefix = res
+    m = s.shape[0]
 
     def step(a, xs):
-        th, p, ub = xs
-        s, c = sincos(th)
-        return ub * c + s * a, p * (c * a - s * ub)
+        j, c_j, s_j, p_j = xs
+        ub_j = jax.lax.dynamic_index_in_dim(u_bar, j, keepdims=False)
+        return ub_j * c_j + s_j * a, p_j * (c_j * a - s_j * ub_j)
 
-    _, theta_bar_t = jax.lax.scan(step, u_bar[m], (theta_t, prefix, u_bar[:m]), reverse=True)
+    _, theta_bar_t = jax.lax.scan(step, u_bar[m], (jnp.arange(m), c, s, prefix), reverse=True)
     return (theta_bar_t.T,)
 
 
