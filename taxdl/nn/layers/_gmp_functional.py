@@ -95,12 +95,22 @@ def _forward(theta_t):
 
 
 def _materialise(x):
-    """`x` copied row by row in a loop. XLA fuses elementwise work into a preceding
-    transposition, reading the source with a stride (the sine/cosine polynomials then run
-    ~4× slower, unvectorised); it cannot fuse across a loop, so a transposed array passed
-    through here is written once, contiguously. (`+ 0` keeps the loop: an identity body
-    would be forwarded without one.)"""
-    return jax.lax.scan(lambda carry, row: (carry, row + 0), None, x)[1]
+    """`x`, passed through a `while_loop` that XLA cannot remove or see through. XLA fuses
+    elementwise work into a preceding transposition, reading the source with a stride (the
+    sine/cosine polynomials then run unvectorised, ~4× slower); behind a loop, the
+    transposed array is written once, contiguously, and read as such. The loop runs zero
+    times unless `x[0, 0]` is NaN (once, adding 0): its trip count depends on the data, so
+    it stays, at no cost. (`optimization_barrier` is removed before fusion; a copy loop
+    costs a pass and a zero-filled buffer.)"""
+    if x.size == 0:
+        return x
+    trips = jnp.isnan(x[0, 0]).astype(jnp.int32)
+
+    def body(carry):
+        i, y = carry
+        return i + 1, y.at[0].add(i.astype(y.dtype) * 0)
+
+    return jax.lax.while_loop(lambda carry: carry[0] < trips, body, (jnp.int32(0), x))[1]
 
 
 def _prefix_products(s):
