@@ -82,16 +82,17 @@ def sincos(x: Float[Array, "*s"]) -> tuple[Float[Array, "*s"], Float[Array, "*s"
 
 # ----------------------------------------------------------------------- u(θ), eq 11
 def _forward(theta_t):
-    """theta_t (m, out) → u_t (m+1, out): one loop over the input axis computing the
-    sines and cosines of each step in place (the fastest form when no gradient is needed)."""
+    """theta_t (m, out) → (u_{1..m}, u_n) as `(m, out)` and `(out,)`: one loop over the
+    input axis computing the sines and cosines of each step in place (the fastest form
+    when no gradient is needed)."""
     out = theta_t.shape[1]
 
     def step(p, th):
         s, c = sincos(th)
         return p * s, p * c
 
-    last, uc = jax.lax.scan(step, jnp.ones((out,), theta_t.dtype), theta_t)
-    return jnp.concatenate([uc, last[None]], 0)
+    last, head = jax.lax.scan(step, jnp.ones((out,), theta_t.dtype), theta_t)
+    return head, last
 
 
 def _materialise(x):
@@ -123,6 +124,9 @@ def _prefix_products(s):
 
 @jax.custom_vjp
 def _direction_t(theta):
+    """The columns u(θ_o) of all units as `(u_{1..m}, u_n)`: the first m components as an
+    `(m, out)` array and the last as `(out,)`, kept apart so that a layer multiplies them
+    separately (joining them would be one more pass over the array, forward and back)."""
     return _forward(theta.T)
 
 
@@ -132,30 +136,41 @@ def _direction_t_fwd(theta):
     # is then a few multiplies.
     s, c = sincos(_materialise(theta.T))
     prefix = _prefix_products(s)
-    u_t = jnp.concatenate([prefix * c, (prefix[-1] * s[-1])[None]], 0)
-    return u_t, (s, c, prefix)
+    return (prefix * c, prefix[-1] * s[-1]), (s, c, prefix)
 
 
-def _direction_t_bwd(res, u_bar):
+def _direction_t_bwd(res, cotangents):
     # u_i = c_i P_i (c_m := 1), P_i = Π_{j<i} s_j. With A_j = Σ_{i>j} ū_i c_i Π_{j<k<i} s_k,
     # so that A_{m-1} = ū_m and A_{j-1} = ū_j c_j + s_j A_j:
     #   θ̄_j = P_j (c_j A_j − s_j ū_j),
     # division-free, so exact when some s_j = 0. A is the scan's only carry (each extra
     # carry costs a copy per step); ū is read by index rather than sliced (a slice would be
     # copied before the loop).
+    head_bar, last_bar = cotangents
     s, c, prefix = res
     m = s.shape[0]
 
     def step(a, xs):
         j, c_j, s_j, p_j = xs
-        ub_j = jax.lax.dynamic_index_in_dim(u_bar, j, keepdims=False)
+        ub_j = jax.lax.dynamic_index_in_dim(head_bar, j, keepdims=False)
         return ub_j * c_j + s_j * a, p_j * (c_j * a - s_j * ub_j)
 
-    _, theta_bar_t = jax.lax.scan(step, u_bar[m], (jnp.arange(m), c, s, prefix), reverse=True)
+    _, theta_bar_t = jax.lax.scan(step, last_bar, (jnp.arange(m), c, s, prefix), reverse=True)
     return (theta_bar_t.T,)
 
 
 _direction_t.defvjp(_direction_t_fwd, _direction_t_bwd)
+
+
+@jax.jit
+def _direction_parts(theta, sign):
+    """`(u_{1..m}, u_n)` of all units, shapes `(m, out)` and `(out,)` (see
+    `direction_matrix_t`)."""
+    if theta.shape[-1] == 0:
+        last = (jnp.ones((theta.shape[0],), theta.dtype) if sign is None
+                else jax.lax.stop_gradient(sign).astype(theta.dtype))
+        return jnp.zeros((0, theta.shape[0]), theta.dtype), last
+    return _direction_t(theta)
 
 
 @jax.jit
@@ -164,11 +179,8 @@ def direction_matrix_t(theta: Float[Array, "o m"], sign: Float[Array, " o"] | No
     """The unit directions of all units as the columns of an `(in, out)` matrix (the
     layout a matmul `x @ U` wants). `sign` (±1, only for in_features = 1, where θ is
     empty) gives the 1-D directions; it receives no gradient (the paper keeps it fixed)."""
-    if theta.shape[-1] == 0:
-        if sign is None:
-            return jnp.ones((1, theta.shape[0]), theta.dtype)
-        return jax.lax.stop_gradient(sign).astype(theta.dtype)[None, :]
-    return _direction_t(theta)
+    head, last = _direction_parts(theta, sign)
+    return jnp.concatenate([head, last[None]], 0)
 
 
 @jax.jit
@@ -192,8 +204,8 @@ def gmp_direction(theta: Float[Array, "*b m"]) -> Float[Array, "*b n"]:
     *batch, m = theta.shape
     if m == 0:
         return jnp.ones((*batch, 1), theta.dtype)
-    flat = theta.reshape(-1, m)
-    return _direction_t(flat).T.reshape(*batch, m + 1)
+    head, last = _direction_t(theta.reshape(-1, m))
+    return jnp.concatenate([head, last[None]], 0).T.reshape(*batch, m + 1)
 
 
 @jax.jit
@@ -245,8 +257,8 @@ def gmp_linear(x: Float[Array, "*b i"], theta: Float[Array, "o m"], lam: Float[A
 
     **Symmetry:** see [`GmPLinear`][taxdl.nn.GmPLinear].
     """
-    u_t = direction_matrix_t(theta, sign)
-    return r * activation(x @ u_t + lam)
+    head, last = _direction_parts(theta, sign)
+    return r * activation(x[..., :-1] @ head + x[..., -1:] * last + lam)
 
 
 def input_mean_norm(x: Float[Array, "*b n"], mean: Float[Array, " n"]) -> Float[Array, "*b n"]:
