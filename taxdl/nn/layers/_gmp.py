@@ -653,21 +653,25 @@ def _moved_mean(mu, flavour: Flavour, m, t):
     return jnp.linalg.solve(m, mu)
 
 
+def _draw_dtype():
+    """The widest float enabled: the batch is drawn once, when the function is made (not
+    at every call), so before the input's dtype is known."""
+    return jnp.zeros((), float).dtype
+
+
 @data_call.register
 def _(imn: InputMeanNorm, key, batch_shape=_IMN_BATCH) -> Callable:
     """The per-example function with the mean of one standard Gaussian batch."""
-    return lambda x: input_mean_norm(x, _batch_mean(key, imn.n, batch_shape, x.dtype))
+    mu = _batch_mean(key, imn.n, batch_shape, _draw_dtype())
+    return lambda x: input_mean_norm(x, mu)
 
 
 @data_call.register
 def _(moved: _ShiftedMean, key, batch_shape=_IMN_BATCH) -> Callable:
-    def f(x):
-        d = x.dtype
-        mu = _batch_mean(key, moved.base.n, batch_shape, d)
-        return input_mean_norm(x, _moved_mean(mu, moved.flavour, moved.matrix.astype(d),
-                                              moved.shift.astype(d)))
-
-    return f
+    d = _draw_dtype()
+    mu = _moved_mean(_batch_mean(key, moved.base.n, batch_shape, d), moved.flavour,
+                     moved.matrix.astype(d), moved.shift.astype(d))
+    return lambda x: input_mean_norm(x, mu)
 
 
 @as_function.register(InputMeanNorm)
