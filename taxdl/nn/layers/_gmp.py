@@ -35,6 +35,7 @@ from ...taxonomy import (
     signature,
     transport,
 )
+from ..normalisers._stateful import _gaussian_batch
 from ._gmp_functional import direction_matrix_t, gmp_angles, gmp_linear, input_mean_norm
 
 # Activations σ with σ(c·s) = c·σ(s) for c > 0: a positive rescaling of a unit's
@@ -640,8 +641,9 @@ class _ShiftedMean(eqx.Module):
 
 
 def _batch_mean(key, n, batch_shape, dtype):
-    shape = (batch_shape,) if isinstance(batch_shape, int) else tuple(batch_shape)
-    return jnp.mean(jax.random.normal(key, (*shape, n), dtype).reshape(-1, n), axis=0)
+    """The mean of a standard Gaussian data batch (`batch_shape` as for the stateful
+    normalisers: the full array shape, completed with the feature axis if needed)."""
+    return jnp.mean(_gaussian_batch(key, batch_shape, n, dtype), axis=0)
 
 
 def _moved_mean(mu, flavour: Flavour, m, t):
