@@ -100,9 +100,9 @@ def _materialise(x):
     elementwise work into a preceding transposition, reading the source with a stride (the
     sine/cosine polynomials then run unvectorised, ~4× slower); behind a loop, the
     transposed array is written once, contiguously, and read as such. The loop runs zero
-    times unless its first element is NaN (once, adding 0): its trip count depends on the data, so
-    it stays, at no cost. (`optimization_barrier` is removed before fusion; a copy loop
-    costs a pass and a zero-filled buffer.)"""
+    times unless the first element of `x` is NaN (then once, adding 0): its trip count
+    depends on the data, so it stays, at no cost. (`optimization_barrier` is removed before
+    fusion; a copy loop costs a pass and a zero-filled buffer.)"""
     if x.size == 0:
         return x
     trips = jnp.isnan(x[(0,) * x.ndim]).astype(jnp.int32)
