@@ -24,6 +24,7 @@ ALL_BOUND = [
     G.PermutationPhase(3), G.SU2(2), G.SU2(3, rep="adjoint"),
     G.Translations(4), G.Euclidean(4), G.Affine(4), G.ScaleTranslation(4),
     G.ScaleTranslation(4, positive=True), G.MonomialAffine(4), G.ConformalLinear(4),
+    G.PointReflection(4), G.SignFlips(4),
 ]
 
 
@@ -306,7 +307,10 @@ def test_subgroup_relation_matches_sampled_membership():
              (G.Translation(5), G.ScaleShift(5, positive=True)),
              (G.Translation(5), G.Translations(5)), (G.Translations(5), G.Euclidean(5)),
              (G.Orthogonal(5), G.Euclidean(5)), (G.Euclidean(5), G.Affine(5)),
-             (G.GeneralLinear(5), G.Affine(5)), (G.ScaleShift(5), G.Affine(5))]
+             (G.GeneralLinear(5), G.Affine(5)), (G.ScaleShift(5), G.Affine(5)),
+             (G.Trivial(5), G.PointReflection(5)), (G.PointReflection(5), G.Scaling(5)),
+             (G.PointReflection(5), G.SignFlips(5)), (G.SignFlips(5), G.SignedPermutation(5)),
+             (G.SignFlips(5), G.Diagonal(5))]
     for small, big in pairs:
         assert G.is_subgroup(small, big)
         assert bool(jnp.all(big.contains(small.sample(KEY, 64), atol=1e-4))), (small.name, big.name)
@@ -329,6 +333,7 @@ def test_names():
     assert G.Translations().name == "T(n)" and G.Translations(3).name == "T(3)"
     assert G.Euclidean().name == "E(n)" and G.Euclidean(3).name == "E(3)"
     assert G.Affine().name == "Aff(n)" and G.Affine(3).name == "Aff(3)"
+    assert G.PointReflection().name == "±I_n" and G.SignFlips(3).name == "ℤ₂^3"
     assert str(G.Product(G.Scaling(), G.Orthogonal())) == "ℝ× × O(n)"
 
 
@@ -623,3 +628,20 @@ def test_affine_families_in_products():
     assert G.is_subgroup(prod, G.Euclidean()) and not G.is_subgroup(prod, G.Orthogonal())
     assert [s.name for s in G.Product(G.Orthogonal(), G.Euclidean()).supergroups()] == [
         "Aff(n)"]
+
+
+def test_sign_groups_are_not_permutation_groups():
+    """ℤ₂ⁿ is not inside Dₙ (an odd number of flips), and neither sign group contains a
+    non-trivial permutation or a scaling other than ±1."""
+    assert not G.is_subgroup(G.SignFlips(), G.EvenSignedPermutation())
+    assert not G.is_subgroup(G.SignFlips(), G.PointReflection())
+    one_flip = G.Element(jnp.diag(jnp.array([-1.0, 1, 1, 1, 1]))[None], jnp.zeros((1, 5)))
+    assert bool(G.SignFlips(5).contains(one_flip)[0])
+    assert not bool(G.PointReflection(5).contains(one_flip)[0])
+    assert not bool(G.EvenSignedPermutation(5).contains(one_flip)[0])
+    swap = G.Permutation(5).sample(KEY, 64)
+    moved = jnp.any(jnp.abs(swap.matrix - jnp.eye(5)) > 0.5, axis=(-2, -1))
+    assert not bool(jnp.any(G.SignFlips(5).contains(swap) & moved))
+    halves = G.Scaling(5, positive=True).sample(KEY, 64)
+    assert not bool(jnp.any(G.PointReflection(5).contains(halves)
+                            & (jnp.abs(halves.matrix[:, 0, 0] - 1) > 1e-3)))

@@ -29,8 +29,10 @@ from ._real import GeneralLinear as GeneralLinear
 from ._real import Orthogonal as Orthogonal
 from ._real import OrthogonalComplement as OrthogonalComplement
 from ._real import Permutation as Permutation
+from ._real import PointReflection as PointReflection
 from ._real import ScaleShift as ScaleShift
 from ._real import Scaling as Scaling
+from ._real import SignFlips as SignFlips
 from ._real import SignedPermutation as SignedPermutation
 from ._real import SpecialOrthogonal as SpecialOrthogonal
 from ._real import Translation as Translation

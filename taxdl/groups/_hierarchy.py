@@ -39,6 +39,8 @@ from ._affine import (
 from ._base import AbstractGroup, Element
 from ._complex import SU2, PermutationPhase, Unitary
 from ._real import (
+    PointReflection,
+    SignFlips,
     EvenSignedPermutation,
     ConformalLinear,
     GeneralLinear,
@@ -93,7 +95,12 @@ def _extra(name: str) -> AbstractGroup:
 
 
 _register(Trivial, lambda g: _bind(
-    (Permutation(), SpecialOrthogonal(), Simplex(), Scaling(positive=True), Translation()), g.n))
+    (Permutation(), SpecialOrthogonal(), Simplex(), Scaling(positive=True), Translation(),
+     PointReflection()), g.n))
+# −I is also in SO(n) and Dₙ for even n: the hierarchy keeps the order that holds in every
+# dimension.
+_register(PointReflection, lambda g: _bind((Scaling(positive=False), SignFlips()), g.n))
+_register(SignFlips, lambda g: _bind((SignedPermutation(), Diagonal()), g.n))
 _register(Permutation, lambda g: _bind(
     (EvenSignedPermutation(), OrthogonalComplement(), _extra("PositiveMonomial")), g.n))
 _register(EvenSignedPermutation, lambda g: _bind((SignedPermutation(),), g.n))

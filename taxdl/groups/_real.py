@@ -1,7 +1,8 @@
 """Groups acting linearly (or affinely) on real space ℝⁿ.
 
 The chain I ⊂ Sₙ ⊂ Dₙ ⊂ Bₙ ⊂ O(n) ⊂ GL(n), with SO(n), the subspace group O(n−1) that
-fixes the all-ones direction, scalings ℝ× / ℝ×₊ and translations along 1.
+fixes the all-ones direction, the sign groups {±I} ⊂ ℤ₂ⁿ ⊂ Bₙ, scalings ℝ× / ℝ×₊ and
+translations along 1.
 """
 
 from typing import ClassVar
@@ -47,6 +48,49 @@ class Trivial(AbstractCompactGroup):
 
     def _contains(self, element, atol):
         return is_identity(element.matrix, atol) & zero_shift(element, atol)
+
+
+class PointReflection(AbstractCompactGroup):
+    """{±I}: the identity and the point reflection $x \\mapsto -x$ (ℤ₂ acting by a global
+    sign). The symmetry of odd maps (equivariance) and of even ones (invariance) when
+    nothing larger holds; uniform sampling."""
+
+    n: int | None = eqx.field(static=True, default=None)
+    symbol: ClassVar[str] = "±I"
+    name_template: ClassVar[str] = "±I_{n}"
+    finite: ClassVar[bool] = True
+    field: ClassVar[str] = "real"
+
+    def _sample(self, key, num, dtype):
+        signs = random_signs(key, num, 1, dtype)
+        return linear_element(signs[:, :, None] * jnp.eye(self.n, dtype=dtype))
+
+    def _contains(self, element, atol):
+        a, scalar = scalar_part(element.matrix, atol)
+        return scalar & (jnp.abs(jnp.abs(a) - 1) <= atol) & zero_shift(element, atol)
+
+
+class SignFlips(AbstractCompactGroup):
+    """ℤ₂ⁿ: independent sign flips of the coordinates, $x \\mapsto Dx$ with D diagonal
+    ±1 (the diagonal subgroup of Bₙ). Uniform sampling."""
+
+    n: int | None = eqx.field(static=True, default=None)
+    symbol: ClassVar[str] = "ℤ₂"
+    name_template: ClassVar[str] = "ℤ₂^{n}"
+    finite: ClassVar[bool] = True
+    field: ClassVar[str] = "real"
+
+    def _sample(self, key, num, dtype):
+        signs = random_signs(key, num, self.n, dtype)
+        return linear_element(signs[:, :, None] * jnp.eye(self.n, dtype=dtype))
+
+    def _contains(self, element, atol):
+        m = element.matrix
+        d = jnp.diagonal(m, axis1=-2, axis2=-1)
+        diagonal = is_identity(m - d[..., :, None] * jnp.eye(m.shape[-1], dtype=m.dtype)
+                               + jnp.eye(m.shape[-1], dtype=m.dtype), atol)
+        unit = jnp.all(jnp.abs(jnp.abs(d) - 1) <= atol, axis=-1)
+        return diagonal & unit & zero_shift(element, atol)
 
 
 class Permutation(AbstractCompactGroup):

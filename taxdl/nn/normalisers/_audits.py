@@ -25,6 +25,7 @@ from ...groups import (
     ScaleShift,
     Scaling,
     SignedPermutation,
+    SignFlips,
     Translation,
     Translations,
 )
@@ -51,7 +52,7 @@ class RMSNorm(AbstractNormaliser):
 
     **Symmetry:** no mean removal, so unlike LayerNorm nothing singles out $\\mathbf 1$:
     algebraically ℝ×₊-right-invariant (ε = 0) and equivariant only to what commutes with
-    every $\\operatorname{diag}(γ)$ (diagonal sign flips, not a hierarchy family: I).
+    every $\\operatorname{diag}(γ)$ and preserves the RMS: the sign flips ℤ₂ⁿ.
     Closure: γ absorbs every diagonal map on the left ((ℝ×)ⁿ: $D(γ ⊙ y) = (Dγ) ⊙ y$)
     and global sign flips on the right (ℝ×), and
     conjugation by a signed permutation only permutes γ (Bₙ); a rotation does not keep
@@ -76,7 +77,7 @@ class RMSNorm(AbstractNormaliser):
         return Taxonomy(
             closure=(Diagonal(), Scaling() if self.eps == 0 else None, SignedPermutation()),
             probabilistic=(None, right, SignedPermutation()),
-            algebraic=(None, right, None),
+            algebraic=(None, right, SignFlips()),
             note="γ = 1 is √n x̂ (O(n)-equivariant) but rotations leave the vector-γ class"
                  + ("" if self.eps == 0 else "; ε > 0 breaks scale invariance"),
         )

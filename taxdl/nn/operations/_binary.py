@@ -17,6 +17,7 @@ from ...groups import (
     Permutation,
     PositiveMonomial,
     SignedPermutation,
+    SignFlips,
 )
 from ...taxonomy import AbstractOperation, Signature, Taxonomy, register, signature
 from . import _functional as F
@@ -161,11 +162,16 @@ class Hadamard(AbstractOperation):
     """Hadamard (elementwise) product $x \\otimes n = \\operatorname{diag}(n)\\,x$
     (isotropic paper eq 57, audit).
 
-    **Symmetry:** algebraically Sₙ-equivariant acting on both arguments (flipping a sign
-    of both x and n leaves the product unchanged, so not Bₙ).
+    **Symmetry:** acting on both arguments, algebraically Sₙ-equivariant and
+    ℤ₂ⁿ-invariant: flipping the same signs of x and n leaves the product unchanged (so it
+    is not Bₙ-equivariant).
     """
 
-    taxonomy: ClassVar[Taxonomy] = _algebraic(Permutation())
+    taxonomy: ClassVar[Taxonomy] = Taxonomy(
+        closure=(None, SignFlips(), Permutation()),
+        probabilistic=(None, SignFlips(), Permutation()),
+        algebraic=(None, SignFlips(), Permutation()),
+        note="(Dx) ⊙ (Dn) = x ⊙ n for every diagonal D with D² = I")
 
     @named_scope("taxdl.Hadamard")
     def __call__(self, x: Float[Array, "*b n"], n: Float[Array, "*#b n"], *, key=None
