@@ -15,6 +15,7 @@ from taxdl.groups import (
     GeneralLinear,
     Orthogonal,
     Permutation,
+    PointReflection,
     Product,
     Scaling,
     SignedPermutation,
@@ -202,6 +203,29 @@ def test_uniform_init_claimed_orthogonal_is_rejected():
     # its true symmetry, signed permutations, is accepted
     for flavour in "LRE":
         assert_probabilistic(UniformClaimedOrthogonal(), SignedPermutation(), flavour, n=8)
+
+
+class PositiveUniform(AbstractInitialiser):
+    """Negative control for finite groups: iid uniform weights in (0, 1), whose law is
+    invariant under permutations but not under x ↦ −x (W(−x) = −Wx)."""
+
+    taxonomy: ClassVar[Taxonomy] = Taxonomy(
+        closure=(GeneralLinear(), GeneralLinear(), GeneralLinear()),
+        probabilistic=(Permutation(), Permutation(), Product(Scaling(), Permutation())),
+        algebraic=(None, None, Product(Scaling(), Trivial())))
+
+    def __call__(self, key, shape, dtype=None):
+        return jax.random.uniform(key, shape, dtype or jnp.float32, 0.0, 1.0)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_point_reflection_claim_is_rejected_whatever_the_draw(seed):
+    """The two-sample test sees a few group elements; a uniform draw from {±I} is the
+    identity half the time, so the elements are taken from the non-identity draws first
+    and a false {±I} claim fails at every seed."""
+    with pytest.raises(SymmetryViolation):
+        assert_probabilistic(PositiveUniform(), PointReflection(), "R", n=8,
+                             key=jax.random.key(seed))
 
 
 @pytest.mark.parametrize("init", [tnn.IsotropicNormal(), tnn.HaarOrthogonal()],

@@ -284,23 +284,33 @@ def _inverse(e: Host) -> Host:
     return Host(inv.astype(m.dtype), shift.astype(m.dtype))
 
 
-def _take(e: Element, num: int) -> Host:
-    return Host(np.asarray(e.matrix)[:num], np.asarray(e.shift)[:num])
-
-
 def _cat(a: Host, b: Host) -> Host:
     return Host(np.concatenate([a.matrix, b.matrix]), np.concatenate([a.shift, b.shift]))
 
 
-def elements(ctx: Context, plan: Plan, seed: int, num: int) -> tuple[Host, Host]:
+def _informative_first(sampled: Element) -> np.ndarray:
+    """Row order putting the non-identity elements first (stable): a finite group's
+    uniform draws include the identity, which tests nothing (three draws from {±I} are
+    all I one time in eight)."""
+    m, t = np.asarray(sampled.matrix), np.asarray(sampled.shift)
+    eye = np.eye(m.shape[-1])
+    identity = (np.abs(m - eye).max(axis=(-2, -1)) == 0) & (np.abs(t).max(axis=-1) == 0)
+    return np.argsort(identity, kind="stable")
+
+
+def elements(ctx: Context, plan: Plan, seed: int, num: int, informative: bool = False
+             ) -> tuple[Host, Host]:
     """(elements acting on inputs, elements acting on outputs) for `num` rows, as host
     arrays; the side a flavour does not act on gets identities, so every flavour of a
     primitive shares one compiled program. The group is always sampled `batch` at a time
-    (one compiled sampler per group)."""
+    (one compiled sampler per group); with `informative`, non-identity draws of the batch
+    are used first (for tests that see only a few elements)."""
     key = jax.random.key(seed)
     sampled, image = jax.device_get(
         E.sample_elements(plan.sample, plan.out, key, max(num, ctx.batch), ctx.real))
-    sampled, image = _take(sampled, num), _take(image, num)
+    rows = _informative_first(sampled)[:num] if informative else slice(num)
+    sampled, image = (Host(np.asarray(e.matrix)[rows], np.asarray(e.shift)[rows])
+                      for e in (sampled, image))
     if plan.flavour is Flavour.LEFT:
         ein, eout = _identity(plan.d_in, num, ctx.real), image
     elif plan.flavour is Flavour.RIGHT:
@@ -491,7 +501,7 @@ def two_sample(ctx: Context, kind: str, flavour: Flavour, plan: Plan, salt: str)
     (Bonferroni). One compiled program per primitive and kind."""
     g = ctx.test_elements
     seed = _seed(ctx, "probabilistic", kind, flavour.value, plan.sample.name, salt)
-    ein, eout = elements(ctx, plan, seed, g)
+    ein, eout = elements(ctx, plan, seed, g, informative=True)
     einv = _inverse(eout) if plan.act_out else eout
     ident_in = _identity(plan.d_in, 1, ein.matrix.dtype)
     ident_out = _identity(plan.d_out, 1, eout.matrix.dtype)
