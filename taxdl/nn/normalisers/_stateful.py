@@ -24,6 +24,7 @@ from ...groups import (
     Element,
     MonomialAffine,
     Orthogonal,
+    PointReflection,
     ScaleTranslation,
     SignedPermutation,
 )
@@ -311,8 +312,9 @@ class MagnitudeEMANorm(AbstractNormaliser, eqx.nn.StatefulLayer):
     **Symmetry:** a scalar divides x, so at $\\vec β = 0$ every step's function is
     O(n)-equivariant whatever the history: time-like probabilistic O(n)-equivariance
     (the statistic's law over steps is rotation-invariant). Closure: $γ, \\vec β$ absorb
-    every dilation $y \\mapsto ay + t$ on the left (ℝ×⋉ℝⁿ), and conjugation by O(n) only
-    rotates $\\vec β$.
+    every dilation $y \\mapsto ay + t$ on the left (ℝ×⋉ℝⁿ), on the right the scalar γ
+    absorbs the point reflection $x \\mapsto -x$ ({±I}; the statistic is a norm), and
+    conjugation by O(n) only rotates $\\vec β$.
 
     **Arguments:**
 
@@ -333,11 +335,11 @@ class MagnitudeEMANorm(AbstractNormaliser, eqx.nn.StatefulLayer):
     momentum: float = eqx.field(static=True)
 
     taxonomy: ClassVar[Taxonomy] = Taxonomy(
-        closure=(ScaleTranslation(), None, Orthogonal()),
+        closure=(ScaleTranslation(), PointReflection(), Orthogonal()),
         probabilistic=(None, None, Orthogonal()),
         kind="time",
         note="time-like: over training steps (the moving statistic); β at its "
-             "initialisation 0",
+             "initialisation 0; closure R: f(−x) is f with γ ↦ −γ",
     )
 
     def __init__(self, n: int, axis_name: Hashable | None = "batch", eps: float = 1e-5,
@@ -525,7 +527,8 @@ def _(norm: MagnitudeEMANorm) -> Callable:
 @transport.register
 def _(norm: MagnitudeEMANorm, flavour, element, group) -> MagnitudeEMANorm:
     """L ($y \\mapsto a y + t$): γ ↦ aγ, β ↦ aβ + t. E (orthogonal M): β ↦ M⁻¹β. The
-    statistic is a norm, unchanged by orthogonal maps. R has no transport (trivial cell)."""
+    statistic is a norm, unchanged by orthogonal maps. R ($x \\mapsto \\pm x$, the norm
+    unchanged): γ ↦ ±γ."""
     flavour = Flavour(flavour)
     d = norm.beta.dtype
     m, t = element.matrix.astype(d), element.shift.astype(d)
