@@ -299,7 +299,7 @@ def test_table_rows_and_kinds():
     assert rows["SimpleIsotropicLayerNorm"] == ["ℝ×⋉ℝ^n", "ℝ×", "ℝ×·O(n)", "I_n", "ℝ×₊", "O(n)",
                                                 "I_n", "ℝ×₊", "I_n"]
     assert rows["ChiNorm"][:3] == ["ℝ×⋉ℝ^n", "ℝ×⋉ℝ^n", "Aff(n)"]
-    assert rows["MagnitudeEMANorm"][:3] == ["ℝ×⋉ℝ^n", "I_n", "O(n)"]
+    assert rows["MagnitudeEMANorm"][:3] == ["ℝ×⋉ℝ^n", "±I_n", "O(n)"]  # f(−x): γ ↦ −γ
     assert rows["BatchNorm"][:3] == ["(ℝ×)^n⋉ℝ^n"] * 2 + ["S_n⋉(ℝ×)^n⋉ℝ^n"]
     # the output bias absorbs translations on the left; σ(W_in x) does not on the right
     assert rows["IsotropicLayerNorm"][:6] == ["Aff(n)"] + ["GL(n)"] * 2 + ["I_n", "ℝ×₊",
