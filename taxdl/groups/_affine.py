@@ -27,6 +27,8 @@ import jax.numpy as jnp
 from jaxtyping import Array, Bool
 
 from ._base import (
+    diagonal_matrices,
+    diagonal_part,
     AbstractGroup,
     AbstractNoncompactGroup,
     Element,
@@ -149,14 +151,13 @@ def _random_diagonals(key, num: int, n: int, dtype, positive: bool) -> Array:
     d = log_uniform(kd, (num, n), dtype)
     if not positive:
         d = random_signs(ks, num, n, dtype) * d
-    return d[:, :, None] * jnp.eye(n, dtype=dtype)
+    return diagonal_matrices(d, n, dtype)
 
 
 def _invertible_diagonal(m, atol, positive: bool) -> Bool[Array, "*batch"]:
-    diag = jnp.diagonal(m, axis1=-2, axis2=-1)
-    off = m - diag[..., :, None] * jnp.eye(m.shape[-1], dtype=m.dtype)
+    diag, diagonal = diagonal_part(m, atol)
     entries = diag if positive else jnp.abs(diag)
-    return (jnp.max(jnp.abs(off), axis=(-2, -1)) <= atol) & jnp.all(entries > atol, axis=-1)
+    return diagonal & jnp.all(entries > atol, axis=-1)
 
 
 class Diagonal(AbstractNoncompactGroup):

@@ -292,6 +292,19 @@ def zero_shift(e: Element, atol: float) -> Bool[Array, "*batch"]:
     return jnp.max(jnp.abs(e.shift), axis=-1, initial=0.0) <= atol
 
 
+def diagonal_part(m: Array, atol: float) -> tuple[Array, Bool[Array, "*batch"]]:
+    """The diagonal $d$ of $M$ and whether $M = \\operatorname{diag}(d)$ (to `atol`)."""
+    d = jnp.diagonal(m, axis1=-2, axis2=-1)
+    off = m - d[..., :, None] * jnp.eye(m.shape[-1], dtype=m.dtype)
+    return d, jnp.max(jnp.abs(off), axis=(-2, -1)) <= atol
+
+
+def diagonal_matrices(d: Array, n: int, dtype) -> Array:
+    """The matrices $\\operatorname{diag}(d)$ for rows `d` of shape (num, n), or $d\\,I$
+    for shape (num, 1)."""
+    return d[:, :, None] * jnp.eye(n, dtype=dtype)
+
+
 def scalar_part(m: Array, atol: float) -> tuple[Array, Bool[Array, "*batch"]]:
     """The entry $a = M_{11}$ and whether $M = aI$ (to `atol`)."""
     a = m[..., 0, 0]

@@ -13,6 +13,8 @@ import jax.numpy as jnp
 from jaxtyping import Array
 
 from ._base import (
+    diagonal_matrices,
+    diagonal_part,
     AbstractCompactGroup,
     AbstractNoncompactGroup,
     Element,
@@ -62,8 +64,7 @@ class PointReflection(AbstractCompactGroup):
     field: ClassVar[str] = "real"
 
     def _sample(self, key, num, dtype):
-        signs = random_signs(key, num, 1, dtype)
-        return linear_element(signs[:, :, None] * jnp.eye(self.n, dtype=dtype))
+        return linear_element(diagonal_matrices(random_signs(key, num, 1, dtype), self.n, dtype))
 
     def _contains(self, element, atol):
         a, scalar = scalar_part(element.matrix, atol)
@@ -81,14 +82,11 @@ class SignFlips(AbstractCompactGroup):
     field: ClassVar[str] = "real"
 
     def _sample(self, key, num, dtype):
-        signs = random_signs(key, num, self.n, dtype)
-        return linear_element(signs[:, :, None] * jnp.eye(self.n, dtype=dtype))
+        return linear_element(diagonal_matrices(random_signs(key, num, self.n, dtype), self.n,
+                                                dtype))
 
     def _contains(self, element, atol):
-        m = element.matrix
-        d = jnp.diagonal(m, axis1=-2, axis2=-1)
-        diagonal = is_identity(m - d[..., :, None] * jnp.eye(m.shape[-1], dtype=m.dtype)
-                               + jnp.eye(m.shape[-1], dtype=m.dtype), atol)
+        d, diagonal = diagonal_part(element.matrix, atol)
         unit = jnp.all(jnp.abs(jnp.abs(d) - 1) <= atol, axis=-1)
         return diagonal & unit & zero_shift(element, atol)
 

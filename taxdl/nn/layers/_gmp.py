@@ -658,7 +658,7 @@ def _moved_mean(mu, flavour: Flavour, m, t):
 def _draw_dtype():
     """The widest float enabled: the batch is drawn once, when the function is made (not
     at every call), so before the input's dtype is known."""
-    return jnp.zeros((), float).dtype
+    return jax.dtypes.canonicalize_dtype(float)
 
 
 @data_call.register
