@@ -23,10 +23,11 @@ from ...taxonomy import AbstractOperation, Signature, Taxonomy, register, signat
 from . import _functional as F
 
 
-def _algebraic(group, note: str = "") -> Taxonomy:
-    """A parameter-free operation: closure, probabilistic and algebraic cells coincide."""
-    return Taxonomy(closure=(None, None, group), probabilistic=(None, None, group),
-                    algebraic=(None, None, group), note=note)
+def _algebraic(group, note: str = "", right=None) -> Taxonomy:
+    """A parameter-free operation: closure, probabilistic and algebraic cells coincide
+    (E = `group`, R = `right`, L trivial)."""
+    row = (None, right, group)
+    return Taxonomy(closure=row, probabilistic=row, algebraic=row, note=note)
 
 
 def _check_pair(x, n, who: str):
@@ -167,11 +168,8 @@ class Hadamard(AbstractOperation):
     is not Bₙ-equivariant).
     """
 
-    taxonomy: ClassVar[Taxonomy] = Taxonomy(
-        closure=(None, SignFlips(), Permutation()),
-        probabilistic=(None, SignFlips(), Permutation()),
-        algebraic=(None, SignFlips(), Permutation()),
-        note="(Dx) ⊙ (Dn) = x ⊙ n for every diagonal D with D² = I")
+    taxonomy: ClassVar[Taxonomy] = _algebraic(
+        Permutation(), "(Dx) ⊙ (Dn) = x ⊙ n for every diagonal D with D² = I", SignFlips())
 
     @named_scope("taxdl.Hadamard")
     def __call__(self, x: Float[Array, "*b n"], n: Float[Array, "*#b n"], *, key=None
