@@ -276,7 +276,8 @@ def rcolu_jnp(x, s, projection):
 @pytest.mark.parametrize("cfg", CONFIGS, ids=lambda c: "-".join(map(str, c.values())))
 def test_colu_forward_mode_second_order_and_vmap(cfg):
     """jvp against finite differences of the NumPy reference; jacfwd = jacrev; Hessians
-    against autodiff of a plain-jnp reference; per-example gradients under vmap."""
+    (forward-over-reverse and reverse-over-reverse) against autodiff of a plain-jnp
+    reference; per-example gradients under vmap."""
     c = 1 + 3 * (cfg["s"] - 1) if cfg.get("shared") else 3 * cfg["s"]
     x = _inputs(c, rows=8)[2:]  # no zero rows: the plain reference is not smooth there
     t, v = RNG.normal(size=x.shape), RNG.normal(size=x.shape)
@@ -292,6 +293,9 @@ def test_colu_forward_mode_second_order_and_vmap(cfg):
         hess = jax.jit(jax.hessian(lambda r: jnp.sum(jnp.sin(f(r)))))(row)
         hess_ref = jax.jit(jax.hessian(lambda r: jnp.sum(jnp.sin(colu_jnp(r, cfg)))))(row)
         np.testing.assert_allclose(np.asarray(hess), np.asarray(hess_ref), rtol=1e-9,
+                                   atol=1e-11)
+        hess_rev = jax.jit(jax.jacrev(jax.jacrev(lambda r: jnp.sum(jnp.sin(f(r))))))(row)
+        np.testing.assert_allclose(np.asarray(hess_rev), np.asarray(hess_ref), rtol=1e-9,
                                    atol=1e-11)
         v0 = jnp.asarray(v[0])
         per_example = jax.vmap(jax.grad(lambda r: jnp.sum(f(r) * v0)))(jnp.asarray(x))
@@ -315,6 +319,9 @@ def test_rcolu_forward_mode_and_second_order(projection):
         hess_ref = jax.jit(jax.hessian(
             lambda r: jnp.sum(jnp.sin(rcolu_jnp(r, 4, projection)))))(row)
         np.testing.assert_allclose(np.asarray(hess), np.asarray(hess_ref), rtol=1e-9,
+                                   atol=1e-11)
+        hess_rev = jax.jit(jax.jacrev(jax.jacrev(lambda r: jnp.sum(jnp.sin(f(r))))))(row)
+        np.testing.assert_allclose(np.asarray(hess_rev), np.asarray(hess_ref), rtol=1e-9,
                                    atol=1e-11)
 
 

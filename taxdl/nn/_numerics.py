@@ -97,6 +97,33 @@ def scaled_norm(x: Inexact[Array, "*b n"], then=None):
     return jax.lax.cond(jnp.all(ok), fast, rescue, x, s, ok)
 
 
+@jax.custom_jvp
+def materialise(x: Array) -> Array:
+    """`x`, passed through a `while_loop` that XLA can neither remove nor see through: `x`
+    is written to memory once and its consumers read it, instead of XLA fusing the work
+    that produced it into each consumer (or splitting that work between them).
+
+    The loop runs zero times unless the first element of `x` is NaN (then once, adding
+    0): its trip count depends on the data, so it stays, at no cost.
+    (`lax.optimization_barrier` is removed before fusion; a copy loop costs a pass.)
+    Differentiable in every mode: it is the identity for tangents.
+    """
+    if x.size == 0:
+        return x
+    trips = jnp.isnan(x[(0,) * x.ndim]).astype(jnp.int32)
+
+    def body(carry):
+        i, y = carry
+        return i + 1, y.at[(0,) * y.ndim].add((i * 0).astype(y.dtype))
+
+    return jax.lax.while_loop(lambda carry: carry[0] < trips, body, (jnp.int32(0), x))[1]
+
+
+@materialise.defjvp
+def _materialise_jvp(primals, tangents):
+    return materialise(primals[0]), tangents[0]
+
+
 def finite_float(value, name: str, *, low=None, high=None, low_open=False,
                  high_open=False) -> float:
     """Validate a real hyperparameter: a finite Python/NumPy number within a range.

@@ -33,7 +33,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from .._numerics import inverse_or_zero
+from .._numerics import inverse_or_zero, materialise
 
 WRITTEN_OUT_MAX = 32  # up to this many body components, sums are written out
 
@@ -142,14 +142,18 @@ def _split(x, spec: ConeSpec):
     return None, a, body, ax + 1
 
 
+def _weights(a, body, cax, spec: ConeSpec):
+    """Per cone ‖b‖, ρ, d, w = W(ρ) and W'(ρ) from axis values `a` and bodies `body`
+    (component axis `cax`); `a` of a shared axis broadcasts over the cones."""
+    nb = _body_norm(body, cax, spec.cone_dim - 1)
+    rho, d = _ratio(a, nb, spec.eps)
+    w, dw = _weight(rho, spec.projection)
+    return nb, rho, d, w, dw
+
+
 def _cone_scalars(x, spec: ConeSpec):
     z, a, body, cax = _split(x, spec)
-    n = spec.cone_dim - 1
-    nb = _body_norm(body, cax, n)
-    a_c = a  # (…, 1, …) broadcasts over cones for the shared layout
-    rho, d = _ratio(a_c, nb, spec.eps)
-    w, dw = _weight(rho, spec.projection)
-    return z, a, body, cax, nb, rho, d, w, dw
+    return (z, a, body, cax, *_weights(a, body, cax, spec))
 
 
 def _colu_output(x, spec, z, a, body, cax, w):
@@ -174,11 +178,28 @@ def colu_kernel(x, spec: ConeSpec):
     return _colu_impl(x, spec)
 
 
-def _per_cone(arrays, cax):
-    """Materialise several per-cone arrays as one (one pass over the inputs, instead of
-    one fusion per array each re-reading them), kept out of the consumers' fusions."""
-    stacked = lax.optimization_barrier(jnp.stack(arrays, axis=cax))
-    return [_comps(stacked, cax, k) for k in range(len(arrays))]
+def _per_cone(compute, arrays, cax, count):
+    """The `count` per-cone arrays that `compute(*arrays, component_axis)` returns,
+    materialised as one stacked array written in one pass over `arrays` (each with its
+    component axis at `cax`; a size-1 axis broadcasts) and read by the consumers.
+
+    Stacking outputs that share a square root or a division makes XLA give each output
+    its own pass over the inputs (it does not duplicate expensive operations across the
+    stacked elements). So the inputs are first repeated along a new lane axis at `cax`,
+    one lane per output, `compute` runs on every lane, and lane i keeps output i: each
+    lane repeats the per-cone arithmetic (cheap next to reading the inputs again) and the
+    whole computation is one fusion."""
+    per_cone = jnp.broadcast_shapes(*(t.shape[:cax] + t.shape[cax + 1:] for t in arrays))
+    lanes = [jnp.broadcast_to(jnp.expand_dims(t, cax),
+                              per_cone[:cax] + (count, t.shape[cax]) + per_cone[cax:])
+             for t in arrays]
+    outputs = compute(*lanes, cax + 1)
+    lane = lax.broadcasted_iota(jnp.int32, outputs[0].shape, cax)
+    stacked = outputs[-1]
+    for i in range(count - 2, -1, -1):
+        stacked = jnp.where(lane == i, outputs[i], stacked)
+    stacked = materialise(stacked)
+    return [_comps(stacked, cax, i) for i in range(count)]
 
 
 def _slopes(rho, d, dw, norm):
@@ -191,8 +212,13 @@ def _slopes(rho, d, dw, norm):
 def _colu_primal(x, spec):
     """The output and, per cone, w = W(ρ), c = W'(ρ)/d and k = c ρ/‖b‖ (so that
     dw = c da − k ⟨b, db⟩)."""
-    z, a, body, cax, nb, rho, d, w, dw = _cone_scalars(x, spec)
-    w, c, k = _per_cone([w, *_slopes(rho, d, dw, nb)], cax)
+    z, a, body, cax = _split(x, spec)
+
+    def residuals(a, body, comp_axis):
+        nb, rho, d, w, dw = _weights(_comps(a, comp_axis, 0), body, comp_axis, spec)
+        return [w, *_slopes(rho, d, dw, nb)]
+
+    w, c, k = _per_cone(residuals, [jnp.expand_dims(a, cax), body], cax, 3)
     return _colu_output(x, spec, z, a, body, cax, w), (w, c, k)
 
 
@@ -246,17 +272,24 @@ def _colu_jvp(spec, primals, tangents):
 
 
 # ====================================================================== RCoLU (eq 5)
+def _rcolu_weights(z, cax, spec: ConeSpec):
+    """Per cone (components along `cax`): the mean μ, the residual r = z − μ, ‖r‖, ρ, d,
+    w = W(ρ) and W'(ρ)."""
+    s = spec.cone_dim
+    mu = _csum(z, cax, s) / s  # x_n = (x·e) e has every component equal to the mean
+    r = z - jnp.expand_dims(mu, cax)
+    nr = _body_norm(r, cax, s)
+    a = mu * jnp.sqrt(jnp.asarray(s, z.dtype))  # x·e
+    rho, d = _ratio(a, nr, spec.eps)
+    w, dw = _weight(rho, spec.projection)
+    return mu, r, nr, rho, d, w, dw
+
+
 def _rcolu_scalars(x, spec: ConeSpec):
     ax, g, s = spec.axis, spec.num_cones, spec.cone_dim
     z = x.reshape(x.shape[:ax] + (g, s) + x.shape[ax + 1:])
     cax = ax + 1
-    mu = _csum(z, cax, s) / s  # x_n = (x·e) e has every component equal to the mean
-    r = z - jnp.expand_dims(mu, cax)
-    nr = _body_norm(r, cax, s)
-    a = mu * jnp.sqrt(jnp.asarray(s, x.dtype))  # x·e
-    rho, d = _ratio(a, nr, spec.eps)
-    w, dw = _weight(rho, spec.projection)
-    return z, cax, mu, r, nr, rho, d, w, dw
+    return (z, cax, *_rcolu_weights(z, cax, spec))
 
 
 def _rcolu_impl(x, spec):
@@ -276,10 +309,14 @@ def _rcolu_tangent(x, spec, dx):
     """y_k = μ + w (x_k − μ) gives dy_k = (1 − w) dμ + w dx_k + r_k dw with
     dw = c √S dμ − k ⟨r, dx⟩ (c = W'(ρ)/d, k = c ρ/‖r‖; ⟨r, 1⟩ = 0), written so that
     its automatic transpose has no short-axis reductions (see the module docstring)."""
-    z, cax, mu, r, nr, rho, d, w, dw = _rcolu_scalars(x, spec)
+    z, cax, mu, r, *_ = _rcolu_scalars(x, spec)  # the per-cone weights go unused here
     s = spec.cone_dim
-    w, c, k = (jnp.expand_dims(t, cax)
-               for t in _per_cone([w, *_slopes(rho, d, dw, nr)], cax))
+
+    def residuals(z, comp_axis):
+        _, _, nr, rho, d, w, dw = _rcolu_weights(z, comp_axis, spec)
+        return [w, *_slopes(rho, d, dw, nr)]
+
+    w, c, k = (jnp.expand_dims(t, cax) for t in _per_cone(residuals, [z], cax, 3))
     dz = dx.reshape(z.shape)
     root_s = jnp.sqrt(jnp.asarray(s, x.dtype))
     dmu = jnp.sum(dz, axis=cax, keepdims=True) / s

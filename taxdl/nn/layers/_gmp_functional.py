@@ -26,6 +26,8 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
+from .._numerics import materialise
+
 # π/2 to 60 digits (a mathematical constant), split for Cody–Waite reduction.
 _HALF_PI = Fraction("1.57079632679489661923132169163975144209858469968755291048747")
 
@@ -95,25 +97,6 @@ def _forward(theta_t):
     return head, last
 
 
-def _materialise(x):
-    """`x`, passed through a `while_loop` that XLA cannot remove or see through. XLA fuses
-    elementwise work into a preceding transposition, reading the source with a stride (the
-    sine/cosine polynomials then run unvectorised, ~4× slower); behind a loop, the
-    transposed array is written once, contiguously, and read as such. The loop runs zero
-    times unless the first element of `x` is NaN (then once, adding 0): its trip count
-    depends on the data, so it stays, at no cost. (`optimization_barrier` is removed before
-    fusion; a copy loop costs a pass and a zero-filled buffer.)"""
-    if x.size == 0:
-        return x
-    trips = jnp.isnan(x[(0,) * x.ndim]).astype(jnp.int32)
-
-    def body(carry):
-        i, y = carry
-        return i + 1, y.at[0].add(i.astype(y.dtype) * 0)
-
-    return jax.lax.while_loop(lambda carry: carry[0] < trips, body, (jnp.int32(0), x))[1]
-
-
 def _prefix_products(s):
     """P_j = Π_{i<j} s_i along axis 0 (P_0 = 1): a loop whose body is one multiply."""
     def step(p, s_j):
@@ -134,7 +117,10 @@ def _direction_t_fwd(theta):
     # For the gradient, sines and cosines are computed once, outside any loop (two
     # parallel passes over contiguous angles), and kept for the reverse scan, whose body
     # is then a few multiplies.
-    s, c = sincos(_materialise(theta.T))
+    # XLA fuses elementwise work into a preceding transposition, reading the source with
+    # a stride (the sine/cosine polynomials then run unvectorised, ~4× slower); behind
+    # `materialise`, the transposed angles are written once, contiguously, and read as such
+    s, c = sincos(materialise(theta.T))
     prefix = _prefix_products(s)
     return (prefix * c, prefix[-1] * s[-1]), (s, c, prefix)
 
