@@ -5,7 +5,9 @@ forward time and forward+backward time (the output and the input cotangent for a
 random cotangent, `jax.vjp`), each divided by relu's. Relu runs at memory bandwidth, so
 1.0 is the physical floor. Each candidate call is timed back to back with a relu call and
 the median of these paired ratios is reported, so that load from other processes on the
-machine affects both sides of each ratio alike.
+machine affects both sides of each ratio alike; the "best" columns give the ratio of the
+minimum times over the same calls (fwd/f+b), which interference can only raise. On a
+loaded machine the two statistics can differ by more than the effects being measured.
 
 Run: `python benchmarks/activations.py [--rounds N] [--only NAME,...] [--hlo]`.
 """
@@ -93,8 +95,9 @@ def fusion_count(f, *args) -> int:
 
 
 def ratios(name, f, x, v, rounds):
-    """Median over `rounds` of the paired ratio (candidate call / relu call, timed back
-    to back), forward and forward+backward."""
+    """Forward and forward+backward ratios to relu: the median over `rounds` of the
+    paired ratio (candidate call / relu call, timed back to back), then the ratio of the
+    best (minimum) times over the same calls."""
     base_f = jax.jit(jax.nn.relu).lower(x).compile()
     base_b = jax.jit(_fwd_bwd(jax.nn.relu)).lower(x, v).compile()
     cand_f = jax.jit(f).lower(x).compile()
@@ -102,11 +105,13 @@ def ratios(name, f, x, v, rounds):
     for c, a in ((base_f, (x,)), (base_b, (x, v)), (cand_f, (x,)), (cand_b, (x, v))):
         for _ in range(3):
             jax.block_until_ready(c(*a))
-    rf, rb = [], []
-    for _ in range(rounds):
-        rf.append(_time(cand_f, (x,)) / _time(base_f, (x,)))
-        rb.append(_time(cand_b, (x, v)) / _time(base_b, (x, v)))
-    return float(np.median(rf)), float(np.median(rb))
+    times = np.empty((rounds, 4))
+    for i in range(rounds):
+        times[i] = (_time(cand_f, (x,)), _time(base_f, (x,)),
+                    _time(cand_b, (x, v)), _time(base_b, (x, v)))
+    paired = np.median(times[:, 0] / times[:, 1]), np.median(times[:, 2] / times[:, 3])
+    best = times.min(axis=0)
+    return (*map(float, paired), float(best[0] / best[1]), float(best[2] / best[3]))
 
 
 def main():
@@ -121,9 +126,9 @@ def main():
         raise SystemExit(f"--only: no activation named {args.only!r}; choose from "
                          f"{', '.join(CANDIDATES)}")
     print(f"jax {jax.__version__}, {jax.devices()[0].device_kind}, float32, ratios to "
-          f"jax.nn.relu (median of {args.rounds} paired calls)")
+          f"jax.nn.relu (median of {args.rounds} paired calls; best: ratio of minimum times)")
     header = f"{'activation':28s}" + "".join(
-        f"  {str(s):>13s} fwd  {'f+b':>5s}" for s in SHAPES)
+        f"  {str(s):>13s} fwd  {'f+b':>5s}  {'best':>10s}" for s in SHAPES)
     if args.hlo:
         header += "   fusions fwd/f+b"
     print(header)
@@ -137,7 +142,7 @@ def main():
         line = f"{name:28s}"
         for x, v in data:
             r = ratios(name, f, x, v, args.rounds)
-            line += f"  {r[0]:17.2f}  {r[1]:5.2f}"
+            line += f"  {r[0]:17.2f}  {r[1]:5.2f}  {r[2]:4.2f}/{r[3]:4.2f}"
         if args.hlo:
             x, v = data[0]
             line += f"   {fusion_count(f, x):3d}/{fusion_count(_fwd_bwd(f), x, v):3d}"
