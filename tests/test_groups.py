@@ -24,7 +24,9 @@ ALL_BOUND = [
     G.PermutationPhase(3), G.SU2(2), G.SU2(3, rep="adjoint"),
     G.Translations(4), G.Euclidean(4), G.Affine(4), G.ScaleTranslation(4),
     G.ScaleTranslation(4, positive=True), G.MonomialAffine(4), G.ConformalLinear(4),
-    G.PointReflection(4), G.SignFlips(4),
+    G.PointReflection(4), G.SignFlips(4), G.BlockPermutation(6, 2),
+    G.BlockScaleShift(6, 3), G.BlockScaleShift(6, 2, positive=True),
+    G.BlockScaleShift(6, 3, scales=False),
 ]
 
 
@@ -310,7 +312,13 @@ def test_subgroup_relation_matches_sampled_membership():
              (G.GeneralLinear(5), G.Affine(5)), (G.ScaleShift(5), G.Affine(5)),
              (G.Trivial(5), G.PointReflection(5)), (G.PointReflection(5), G.Scaling(5)),
              (G.PointReflection(5), G.SignFlips(5)), (G.SignFlips(5), G.SignedPermutation(5)),
-             (G.SignFlips(5), G.Diagonal(5))]
+             (G.SignFlips(5), G.Diagonal(5)),
+             (G.BlockPermutation(6, 2), G.Permutation(6)),
+             (G.BlockScaleShift(6, 2, scales=False), G.BlockScaleShift(6, 2, positive=True)),
+             (G.BlockScaleShift(6, 2, scales=False), G.Translations(6)),
+             (G.BlockScaleShift(6, 2, positive=True), G.BlockScaleShift(6, 2)),
+             (G.BlockScaleShift(6, 2, positive=True), G.DiagonalAffine(6, positive=True)),
+             (G.BlockScaleShift(6, 2), G.DiagonalAffine(6))]
     for small, big in pairs:
         assert G.is_subgroup(small, big)
         assert bool(jnp.all(big.contains(small.sample(KEY, 64), atol=1e-4))), (small.name, big.name)
@@ -334,6 +342,10 @@ def test_names():
     assert G.Euclidean().name == "E(n)" and G.Euclidean(3).name == "E(3)"
     assert G.Affine().name == "Aff(n)" and G.Affine(3).name == "Aff(3)"
     assert G.PointReflection().name == "±I_n" and G.SignFlips(3).name == "ℤ₂^3"
+    assert G.BlockPermutation(12, 3).name == "S_3≀S_4"
+    assert G.BlockPermutation(block=3).name == "S_3≀S_n/3"
+    assert G.BlockScaleShift(12, 3, positive=True).name == "(ℝ×₊,+λ1)^4"
+    assert G.BlockScaleShift(12, 3, scales=False).name == "(+λ1)^4"
     assert str(G.Product(G.Scaling(), G.Orthogonal())) == "ℝ× × O(n)"
 
 
@@ -645,3 +657,30 @@ def test_sign_groups_are_not_permutation_groups():
     halves = G.Scaling(5, positive=True).sample(KEY, 64)
     assert not bool(jnp.any(G.PointReflection(5).contains(halves)
                             & (jnp.abs(halves.matrix[:, 0, 0] - 1) > 1e-3)))
+
+
+def test_block_groups_keep_blocks_together():
+    """S_c≀S_G holds exactly the permutations that move blocks as wholes (its elements are
+    1/(c!^G G!) of Sₙ's: uniform permutations of 12 almost never are), and the per-block
+    scale-shift group holds a common scale and shift per block, nothing finer."""
+    wreath = G.BlockPermutation(12, 3)
+    swap_blocks = jnp.eye(12)[np.r_[3:6, 0:3, 6:12]]
+    inner = jnp.eye(12)[np.r_[2, 0, 1, 3:12]]
+    split = jnp.eye(12)[np.r_[0, 1, 3, 2, 4:12]]  # swaps coordinates of two blocks
+    elems = G.Element(jnp.stack([swap_blocks, inner, split]), jnp.zeros((3, 12)))
+    assert np.asarray(wreath.contains(elems)).tolist() == [True, True, False]
+    assert not np.asarray(wreath.contains(G.Permutation(12).sample(KEY, 64))).any()
+    assert G.BlockPermutation(12, 3).sample(KEY, 200).matrix.sum(axis=(1, 2)).tolist() == [12.0] * 200
+    with pytest.raises(ValueError, match="multiple of `block` = 5"):
+        G.BlockPermutation(12, 5)
+    with pytest.raises(ValueError, match="`block` must be an integer >= 1"):
+        G.BlockScaleShift(block=0)
+    per_block = G.BlockScaleShift(6, 3)
+    d = jnp.array([2.0, 2, 2, -0.5, -0.5, -0.5])
+    ok = G.Element(jnp.diag(d)[None], jnp.array([[1.0, 1, 1, 3, 3, 3]]))
+    uneven_scale = G.Element(jnp.diag(d.at[0].set(3.0))[None], ok.shift)
+    uneven_shift = G.Element(ok.matrix, ok.shift.at[0, 0].set(0.0))
+    assert [bool(per_block.contains(e)[0]) for e in (ok, uneven_scale, uneven_shift)] == [
+        True, False, False]
+    assert not bool(G.BlockScaleShift(6, 3, positive=True).contains(ok)[0])
+    assert not bool(G.BlockScaleShift(6, 3, scales=False).contains(ok)[0])

@@ -436,3 +436,35 @@ def test_instance_norm_right_cells_follow_eps():
     np.testing.assert_allclose(np.asarray(m(x + t)), np.asarray(m(x)), atol=1e-5)
     small = 0.01 * x  # variance ~1e-4, so ε = 1e-5 visibly breaks scale invariance
     assert not np.allclose(np.asarray(m(2 * small)), np.asarray(m(small)), atol=1e-3, rtol=0)
+
+
+def test_group_norm_declares_its_per_group_groups():
+    """GroupNorm with 3 groups of 4 is algebraically invariant to a positive scale and a
+    shift per group (not only global ones) and, at γ = 1, β = 0, equivariant to moving
+    groups as blocks; its cells name exactly these groups, whose supergroups the
+    conformance check refutes. Checked here on explicit elements in float64 against the
+    NumPy reference."""
+    G = taxdl.groups
+    n, groups = 12, 3
+    m = tnn.GroupNorm(n, groups)
+    table = m.taxonomy
+    assert G.same_group(table.cell("algebraic", "R").group,
+                        G.BlockScaleShift(n, 4, positive=True))
+    assert G.same_group(table.cell("closure", "R").group, G.BlockScaleShift(n, 4))
+    assert G.same_group(table.cell("probabilistic", "E").group, G.BlockPermutation(n, 4))
+    eps_table = tnn.GroupNorm(n, groups, eps=1e-3).taxonomy
+    assert G.same_group(eps_table.cell("algebraic", "R").group,
+                        G.BlockScaleShift(n, 4, scales=False))
+    x = rng(5).normal(size=(7, n))
+    scale = np.repeat([0.5, 3.0, 2.0], 4)
+    shift = np.repeat([1.0, -2.0, 0.25], 4)
+    ref = np_group_norm(x, 1, 0, groups)
+    np.testing.assert_allclose(np_group_norm(x * scale + shift, 1, 0, groups), ref,
+                               atol=1e-12)
+    blocks = np.r_[8:12, 0:4, 4:8]  # groups moved as wholes, with a swap inside one
+    blocks[[0, 1]] = blocks[[1, 0]]
+    np.testing.assert_allclose(np_group_norm(x[:, blocks], 1, 0, groups), ref[:, blocks],
+                               atol=1e-12)
+    with X64():
+        y = tnn.GroupNorm(n, groups, dtype=jnp.float64)(jnp.asarray(x * scale + shift))
+    np.testing.assert_allclose(np.asarray(y), ref, atol=1e-10)

@@ -5,6 +5,7 @@ Sampling (Haar where compact), membership, the subgroup hierarchy and representa
 
 from ._affine import AbstractTranslationExtension as AbstractTranslationExtension
 from ._affine import Affine as Affine
+from ._affine import BlockScaleShift as BlockScaleShift
 from ._affine import Diagonal as Diagonal
 from ._affine import DiagonalAffine as DiagonalAffine
 from ._affine import Euclidean as Euclidean
@@ -23,6 +24,7 @@ from ._hierarchy import is_subgroup as is_subgroup
 from ._hierarchy import represent as represent
 from ._hierarchy import same_group as same_group
 from ._hierarchy import scalings_times as scalings_times
+from ._real import BlockPermutation as BlockPermutation
 from ._real import ConformalLinear as ConformalLinear
 from ._real import EvenSignedPermutation as EvenSignedPermutation
 from ._real import GeneralLinear as GeneralLinear

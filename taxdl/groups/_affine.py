@@ -27,6 +27,10 @@ import jax.numpy as jnp
 from jaxtyping import Array, Bool
 
 from ._base import (
+    _check_dimension,
+    block_count,
+    blocks_label,
+    check_block,
     diagonal_matrices,
     diagonal_part,
     AbstractGroup,
@@ -202,3 +206,64 @@ class DiagonalAffine(AbstractTranslationExtension):
 
     def linear_part(self):
         return Diagonal(self.n, positive=self.positive)
+
+
+class BlockScaleShift(AbstractNoncompactGroup):
+    """Per-block scale and shift: the coordinates split into contiguous blocks of `block`
+    coordinates and block $k$ maps as $x_k \\mapsto a_k x_k + λ_k \\mathbf 1$, the maps
+    that statistics computed per block remove (GroupNorm's groups, a mean and a scale
+    each). `positive=True` keeps $a_k > 0$; `scales=False` keeps $a_k = 1$ (a shift per
+    block, "+λ1 per block"). One block of n gives (ℝ×, +λ1) / +λ1
+    ([`ScaleShift`][taxdl.groups.ScaleShift], [`Translation`][taxdl.groups.Translation]);
+    blocks of one coordinate give (ℝ×)ⁿ ⋉ ℝⁿ / T(n).
+
+    Not compact: `sample` draws each $\\log|a_k|$ uniform on $[\\log\\tfrac14, \\log 4]$
+    (with a uniform random sign unless `positive`) and each $λ_k \\sim \\mathcal N(0, 1)$
+    (**not Haar**).
+    """
+
+    n: int | None = eqx.field(static=True, default=None)
+    block: int = eqx.field(static=True, default=1)
+    positive: bool = eqx.field(static=True, default=False)
+    scales: bool = eqx.field(static=True, default=True)
+    symbol: ClassVar[str] = "(ℝ×,+λ1)ᴳ"
+    name_template: ClassVar[str] = "{_label}"
+
+    def __check_init__(self):
+        check_block(self.block, "BlockScaleShift")
+        if self.n is not None:
+            _check_dimension(self.n, "BlockScaleShift")
+            block_count(self)
+
+    @property
+    def _label(self) -> str:
+        inner = f"{scalars_label(self)},+λ1" if self.scales else "+λ1"
+        return f"({inner})^{blocks_label(self)}"
+
+    def _sample(self, key, num, dtype):
+        g = block_count(self)
+        ka, ks, kl = jax.random.split(key, 3)
+        a = jnp.ones((num, g), dtype)
+        if self.scales:
+            a = log_uniform(ka, (num, g), dtype, 0.25, 4.0)
+            if not self.positive:
+                a = a * random_signs(ks, num, g, dtype)
+        lam = jax.random.normal(kl, (num, g), dtype)
+        return Element(diagonal_matrices(jnp.repeat(a, self.block, axis=-1), self.n, dtype),
+                       jnp.repeat(lam, self.block, axis=-1))
+
+    def _contains(self, element, atol):
+        g = block_count(self)
+        d, diagonal = diagonal_part(element.matrix, atol)
+        s = element.shift
+        per_block = lambda v: v.reshape(v.shape[:-1] + (g, self.block))  # noqa: E731
+        db, sb = per_block(d), per_block(s)
+        constant = ((jnp.max(jnp.abs(db - db[..., :1]), axis=(-2, -1)) <= atol)
+                    & (jnp.max(jnp.abs(sb - sb[..., :1]), axis=(-2, -1)) <= atol))
+        if not self.scales:
+            scale_ok = jnp.max(jnp.abs(d - 1), axis=-1) <= atol
+        elif self.positive:
+            scale_ok = jnp.all(d > atol, axis=-1)
+        else:
+            scale_ok = jnp.all(jnp.abs(d) > atol, axis=-1)
+        return diagonal & constant & scale_ok & _finite_shift(element)

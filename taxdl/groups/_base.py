@@ -277,6 +277,27 @@ def _check_dimension(n, who: str) -> None:
         raise ValueError(f"{who}: the dimension `n` must be an integer >= 1, got {n!r}.")
 
 
+def check_block(block, who: str) -> int:
+    """Validate a block size (an integer ≥ 1)."""
+    if isinstance(block, bool) or not isinstance(block, int) or block < 1:
+        raise ValueError(f"{who}: `block` must be an integer >= 1, got {block!r}.")
+    return block
+
+
+def block_count(group: AbstractGroup) -> int:
+    """The number of blocks n / `block` of a bound block group (validating divisibility)."""
+    n, block = group._require_n(), group.block
+    if n % block != 0:
+        raise ValueError(f"{type(group).__name__}: the dimension n = {n} must be a multiple "
+                         f"of `block` = {block}.")
+    return n // block
+
+
+def blocks_label(group: AbstractGroup) -> str:
+    """The exponent G of a block group's name: n/`block` for the family, else G."""
+    return f"n/{group.block}" if group.n is None else str(block_count(group))
+
+
 # ---------------------------------------------------------------------- helpers
 def is_identity(m: Array, atol: float) -> Bool[Array, "*batch"]:
     eye = jnp.eye(m.shape[-1], dtype=m.dtype)

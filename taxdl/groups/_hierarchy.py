@@ -12,6 +12,8 @@ Hierarchy on one layer's ℝⁿ (DESIGN §1):
     Bₙ ⊂ Sₙ⋉(ℝ×)ⁿ ⊃ (ℝ×)ⁿ (invertible diagonals) ⊃ ℝ×, (ℝ×₊)ⁿ ⊃ ℝ×₊,
     (ℝ×₊)ⁿ ⊂ Sₙ⋉(ℝ×₊)ⁿ,
     ℝ×₊ ⊂ (ℝ×₊,+λ1) ⊂ (ℝ×,+λ1),   +λ1 ⊂ (ℝ×₊,+λ1),
+    per block of c coordinates: (+λ1)ᴳ ⊂ (ℝ×₊,+λ1)ᴳ ⊂ (ℝ×,+λ1)ᴳ ⊂ (ℝ×)ⁿ⋉ℝⁿ,
+    (+λ1)ᴳ ⊂ T(n), (ℝ×₊,+λ1)ᴳ ⊂ (ℝ×₊)ⁿ⋉ℝⁿ, and S_c≀S_G ⊂ Sₙ (blocks permuted as blocks),
     +λ1 ⊂ T(n) ⊂ E(n) ⊂ Aff(n),   O(n) ⊂ E(n),   GL(n) ⊂ Aff(n),
     T(n), (ℝ×₊,+λ1) ⊂ ℝ×₊⋉ℝⁿ ⊂ ℝ×⋉ℝⁿ (dilations) ⊃ (ℝ×,+λ1),
     (ℝ×₊)ⁿ, ℝ×₊⋉ℝⁿ ⊂ (ℝ×₊)ⁿ⋉ℝⁿ ⊂ (ℝ×)ⁿ⋉ℝⁿ (per-coordinate affine maps),
@@ -30,6 +32,7 @@ import jax.numpy as jnp
 
 from ._affine import (
     Affine,
+    BlockScaleShift,
     Diagonal,
     DiagonalAffine,
     Euclidean,
@@ -39,6 +42,7 @@ from ._affine import (
 from ._base import AbstractGroup, Element
 from ._complex import SU2, PermutationPhase, Unitary
 from ._real import (
+    BlockPermutation,
     PointReflection,
     SignFlips,
     EvenSignedPermutation,
@@ -128,6 +132,11 @@ _register(ScaleShift, lambda g: _bind(
     (ScaleShift(positive=False), ScaleTranslation(positive=True)) if g.positive
     else (ScaleTranslation(),), g.n))
 _register(Translations, lambda g: _bind((Euclidean(), ScaleTranslation(positive=True)), g.n))
+_register(BlockScaleShift, lambda g: (
+    (BlockScaleShift(g.n, g.block, positive=True), Translations(g.n)) if not g.scales
+    else (BlockScaleShift(g.n, g.block), DiagonalAffine(g.n, positive=True)) if g.positive
+    else (DiagonalAffine(g.n),)))
+_register(BlockPermutation, lambda g: (Permutation(g.n),))
 _register(Euclidean, lambda g: _bind((Affine(),), g.n))
 _register(Affine, lambda g: ())
 _register(ConeGroup, lambda g: (

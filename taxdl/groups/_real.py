@@ -13,6 +13,10 @@ import jax.numpy as jnp
 from jaxtyping import Array
 
 from ._base import (
+    _check_dimension,
+    block_count,
+    blocks_label,
+    check_block,
     diagonal_matrices,
     diagonal_part,
     AbstractCompactGroup,
@@ -107,6 +111,52 @@ class Permutation(AbstractCompactGroup):
         m = element.matrix
         nonneg = jnp.all(m >= -atol, axis=(-2, -1))
         return is_signed_permutation(m, atol) & nonneg & zero_shift(element, atol)
+
+
+class BlockPermutation(AbstractCompactGroup):
+    """The permutations that map each contiguous block of `block` coordinates onto a
+    block: any permutation within each block and any permutation of the blocks, the
+    wreath product $S_c \\wr S_G$ ($c$ = `block`, $G = n/c$). It is what a map with
+    statistics per block and the same rule for every block commutes with (GroupNorm's
+    groups). One block gives Sₙ; blocks of one coordinate give Sₙ too.
+
+    Sampled exactly uniformly (a uniform permutation of the blocks and an independent
+    uniform permutation within each block).
+    """
+
+    n: int | None = eqx.field(static=True, default=None)
+    block: int = eqx.field(static=True, default=1)
+    symbol: ClassVar[str] = "S≀S"
+    name_template: ClassVar[str] = "S_{block}≀S_{_blocks}"
+    finite: ClassVar[bool] = True
+    field: ClassVar[str] = "any"
+
+    def __check_init__(self):
+        check_block(self.block, "BlockPermutation")
+        if self.n is not None:
+            _check_dimension(self.n, "BlockPermutation")
+            block_count(self)
+
+    _blocks = property(blocks_label)
+
+    def _sample(self, key, num, dtype):
+        g, c = block_count(self), self.block
+        kb, kw = jax.random.split(key)
+        outer = random_permutations(kb, num, g)                       # (num, G)
+        inner = random_permutations(kw, num * g, c).reshape(num, g, c)  # (num, G, c)
+        # (P x) at block k, position i reads block outer_k, position inner_{k,i}
+        source = outer[:, :, None] * c + inner
+        return linear_element(permutation_matrices(source.reshape(num, self.n), dtype))
+
+    def _contains(self, element, atol):
+        m = element.matrix
+        g, c = block_count(self), self.block
+        blocks = jnp.abs(m).reshape(m.shape[:-2] + (g, c, g, c)).sum(axis=(-3, -1))
+        # a block permutation's (G, G) block sums are c times a permutation matrix
+        one_per_row = jnp.max(jnp.abs(jnp.max(blocks, axis=-1) - c), axis=-1) <= atol * c
+        nonneg = jnp.all(m >= -atol, axis=(-2, -1))
+        return (is_signed_permutation(m, atol) & nonneg & one_per_row
+                & zero_shift(element, atol))
 
 
 def _signed_permutations(key, num: int, n: int, dtype, even: bool) -> Array:

@@ -18,7 +18,8 @@ from jax import named_scope
 from jaxtyping import Array, Float
 
 from ...groups import (
-    BlockDiagonal,
+    BlockPermutation,
+    BlockScaleShift,
     Diagonal,
     DiagonalAffine,
     Permutation,
@@ -122,10 +123,16 @@ def _grouped_taxonomy(n: int, groups: int, eps: float, what: str) -> Taxonomy:
         within = SignedPermutation()   # per-channel statistics: sign flips are harmless
     elif groups == 1:
         within = Permutation()
-    else:
-        within = BlockDiagonal(*(Permutation(c) for _ in range(groups)))
+    else:   # permutations within each group, and of the groups as blocks
+        within = BlockPermutation(n, c)
     right_alg = ScaleShift(positive=True) if eps == 0 else Translation()
     right_clo = ScaleShift() if eps == 0 else Translation()
+    if 1 < c < n:
+        # per-group statistics remove a shift and (ε = 0) a positive scale per group; γ
+        # absorbs a sign per group
+        right_alg = (BlockScaleShift(n, c, positive=True) if eps == 0
+                     else BlockScaleShift(n, c, scales=False))
+        right_clo = BlockScaleShift(n, c) if eps == 0 else BlockScaleShift(n, c, scales=False)
     if c == 1:
         # per-channel statistics remove every per-channel shift (and, with ε = 0, every
         # positive per-channel scale; γ absorbs the signs)
@@ -135,9 +142,8 @@ def _grouped_taxonomy(n: int, groups: int, eps: float, what: str) -> Taxonomy:
         closure=(DiagonalAffine(), right_clo, within),
         probabilistic=(None, right_alg, within),
         algebraic=(None, right_alg, None),
-        note=(f"{what}: statistics per group of {c} channel(s); permuting groups as blocks "
-              "also holds (not a hierarchy family); at γ = 1 the within-group O(c−1) holds "
-              "in law but leaves the vector-γ class"
+        note=(f"{what}: statistics per group of {c} channel(s); at γ = 1 the within-group "
+              "O(c−1) holds in law but leaves the vector-γ class"
               + ("" if eps == 0 else "; ε > 0 breaks scale invariance")),
     )
 
