@@ -406,8 +406,6 @@ def helmert_basis(n: int):
     """The Helmert basis of the hyperplane orthogonal to the all-ones vector of ℝⁿ: an
     orthonormal NumPy float64 array of shape (n, n−1) whose column k−1 is
     $(1, …, 1, −k, 0, …, 0)/\\sqrt{k(k+1)}$ (k ones)."""
-    import numpy as np
-
     h = np.zeros((n, n - 1))
     for k in range(1, n):
         h[:k, k - 1] = 1.0
