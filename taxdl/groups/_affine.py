@@ -27,10 +27,9 @@ import jax.numpy as jnp
 from jaxtyping import Array, Bool
 
 from ._base import (
-    _check_dimension,
     block_count,
     blocks_label,
-    check_block,
+    check_block_group,
     diagonal_matrices,
     diagonal_part,
     AbstractGroup,
@@ -230,10 +229,7 @@ class BlockScaleShift(AbstractNoncompactGroup):
     name_template: ClassVar[str] = "{_label}"
 
     def __check_init__(self):
-        check_block(self.block, "BlockScaleShift")
-        if self.n is not None:
-            _check_dimension(self.n, "BlockScaleShift")
-            block_count(self)
+        check_block_group(self)
 
     @property
     def _label(self) -> str:

@@ -293,6 +293,15 @@ def block_count(group: AbstractGroup) -> int:
     return n // block
 
 
+def check_block_group(group: AbstractGroup) -> None:
+    """Validate a block group's `block` and, when bound, that it divides `n`."""
+    who = type(group).__name__
+    check_block(group.block, who)
+    if group.n is not None:
+        _check_dimension(group.n, who)
+        block_count(group)
+
+
 def blocks_label(group: AbstractGroup) -> str:
     """The exponent G of a block group's name: n/`block` for the family, else G."""
     return f"n/{group.block}" if group.n is None else str(block_count(group))

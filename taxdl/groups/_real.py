@@ -13,10 +13,9 @@ import jax.numpy as jnp
 from jaxtyping import Array
 
 from ._base import (
-    _check_dimension,
     block_count,
     blocks_label,
-    check_block,
+    check_block_group,
     diagonal_matrices,
     diagonal_part,
     AbstractCompactGroup,
@@ -132,10 +131,7 @@ class BlockPermutation(AbstractCompactGroup):
     field: ClassVar[str] = "any"
 
     def __check_init__(self):
-        check_block(self.block, "BlockPermutation")
-        if self.n is not None:
-            _check_dimension(self.n, "BlockPermutation")
-            block_count(self)
+        check_block_group(self)
 
     _blocks = property(blocks_label)
 
