@@ -12,6 +12,7 @@ import pytest
 import taxdl.nn as tnn
 from taxdl.groups import (
     Element,
+    EvenSignedPermutation,
     GeneralLinear,
     Orthogonal,
     Permutation,
@@ -226,6 +227,35 @@ def test_point_reflection_claim_is_rejected_whatever_the_draw(seed):
     with pytest.raises(SymmetryViolation):
         assert_probabilistic(PositiveUniform(), PointReflection(), "R", n=8,
                              key=jax.random.key(seed))
+
+
+class EvenParityRows(AbstractInitialiser):
+    """W = diag(s) M with M iid uniform in (0, 1) and signs s uniform among those with an
+    even number of −1: the law of W is invariant under left multiplication by Dₙ (row
+    permutations with an even number of row sign flips) and not by Bₙ."""
+
+    taxonomy: ClassVar[Taxonomy] = Taxonomy(
+        closure=(GeneralLinear(), GeneralLinear(), GeneralLinear()),
+        probabilistic=(EvenSignedPermutation(), Permutation(), Trivial()))
+
+    def __call__(self, key, shape, dtype=None):
+        ks, km = jax.random.split(key)
+        s = jnp.where(jax.random.bernoulli(ks, 0.5, (shape[0],)), 1.0, -1.0)
+        s = s.at[-1].set(jnp.prod(s[:-1]))
+        m = jax.random.uniform(km, shape, dtype or jnp.float32, 0.0, 1.0)
+        return (s[:, None] * m).astype(dtype or jnp.float32)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_maximality_probe_uses_elements_outside_the_declared_group(seed):
+    """A maximality probe of a probabilistic cell sees a few elements of the supergroup;
+    those inside the declared group test nothing (in B₂, half the elements lie in D₂), so
+    elements outside it are taken first and Bₙ is refuted at every seed."""
+    init = EvenParityRows()
+    assert_probabilistic(init, EvenSignedPermutation(), "L", n=2, key=jax.random.key(seed))
+    result = assert_maximal(init, EvenSignedPermutation(), "L", n=2,
+                            generation="probabilistic", key=jax.random.key(seed))
+    assert [m.group for m in result.maximality] == ["B_2"]
 
 
 @pytest.mark.parametrize("init", [tnn.IsotropicNormal(), tnn.HaarOrthogonal()],

@@ -164,6 +164,7 @@ class Plan:
     acted: tuple
     d_in: int | None
     d_out: int | None
+    avoid: AbstractGroup | None = None  # a maximality probe's declared group
 
     @property
     def out_group(self) -> AbstractGroup:
@@ -288,14 +289,22 @@ def _cat(a: Host, b: Host) -> Host:
     return Host(np.concatenate([a.matrix, b.matrix]), np.concatenate([a.shift, b.shift]))
 
 
-def _informative_first(sampled: Element) -> np.ndarray:
-    """Row order putting the non-identity elements first (stable): a finite group's
-    uniform draws include the identity, which tests nothing (three draws from {±I} are
-    all I one time in eight)."""
+def _informative_first(sampled: Element, avoid: AbstractGroup | None) -> np.ndarray:
+    """Row order (stable) putting first the elements that test something: not the
+    identity (a finite group's uniform draws include it: three draws from {±I} are all I
+    one time in eight) and, for a maximality probe, not inside the declared group `avoid`
+    (three draws from Bₙ all lie in its index-2 subgroup Dₙ one time in eight, and a
+    probe that sees only those cannot refute the larger group)."""
     m, t = np.asarray(sampled.matrix), np.asarray(sampled.shift)
     eye = np.eye(m.shape[-1])
     identity = (np.abs(m - eye).max(axis=(-2, -1)) == 0) & (np.abs(t).max(axis=-1) == 0)
-    return np.argsort(identity, kind="stable")
+    inside = np.zeros_like(identity)
+    if avoid is not None:
+        try:
+            inside = np.asarray(avoid.contains(Element(jnp.asarray(m), jnp.asarray(t))))
+        except NotImplementedError:  # membership not decidable (e.g. a product)
+            pass
+    return np.argsort(np.where(identity, 2, np.where(inside, 1, 0)), kind="stable")
 
 
 def elements(ctx: Context, plan: Plan, seed: int, num: int, informative: bool = False
@@ -303,12 +312,13 @@ def elements(ctx: Context, plan: Plan, seed: int, num: int, informative: bool = 
     """(elements acting on inputs, elements acting on outputs) for `num` rows, as host
     arrays; the side a flavour does not act on gets identities, so every flavour of a
     primitive shares one compiled program. The group is always sampled `batch` at a time
-    (one compiled sampler per group); with `informative`, non-identity draws of the batch
-    are used first (for tests that see only a few elements)."""
+    (one compiled sampler per group); with `informative`, the draws of the batch that
+    are neither the identity nor in `plan.avoid` are used first (for tests that see only
+    a few elements)."""
     key = jax.random.key(seed)
     sampled, image = jax.device_get(
         E.sample_elements(plan.sample, plan.out, key, max(num, ctx.batch), ctx.real))
-    rows = _informative_first(sampled)[:num] if informative else slice(num)
+    rows = _informative_first(sampled, plan.avoid)[:num] if informative else slice(num)
     sampled, image = (Host(np.asarray(e.matrix)[rows], np.asarray(e.shift)[rows])
                       for e in (sampled, image))
     if plan.flavour is Flavour.LEFT:
@@ -643,7 +653,7 @@ def _falsify(ctx, mode, kind, flavour, plan, sup) -> MaximalityResult:
     if mode == "closure":
         return MaximalityResult(sup.name, None, note="closure of a parameterised class under "
                                 "a larger group cannot be refuted numerically")
-    sub = dataclasses.replace(plan, sample=sup)
+    sub = dataclasses.replace(plan, sample=sup, avoid=plan.sample)
     if mode == "probabilistic":
         outcome = two_sample(ctx, kind, flavour, sub, "maximality")
         ce = _probabilistic_counterexample(sub, outcome) if outcome.rejected else None
