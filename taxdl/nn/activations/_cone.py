@@ -162,9 +162,15 @@ def _colu_output(x, spec, z, a, body, cax, w):
         head = lax.broadcasted_iota(jnp.int32, z.shape, cax) == 0
         ra, _ = _rect(z, spec.rectify)
         return jnp.where(head, ra, z * wb).reshape(x.shape)
-    ra, _ = _rect(a, spec.rectify)
-    yb = (body * wb).reshape(x.shape[:spec.axis] + (-1,) + x.shape[spec.axis + 1:])
-    return jnp.concatenate([ra, yb], axis=spec.axis)
+    # one elementwise pass over the channels (joining the axis values and the scaled
+    # bodies with a concatenation would copy the output once more)
+    ax, head = spec.axis, a.shape[spec.axis]
+    rest = x.shape[:ax] + (x.shape[ax] - head,) + x.shape[ax + 1:]
+    body_weights = jnp.broadcast_to(wb, body.shape).reshape(rest)
+    weights = jnp.concatenate([jnp.ones_like(a), body_weights], axis=ax)
+    ra, _ = _rect(x, spec.rectify)
+    axis_channel = lax.broadcasted_iota(jnp.int32, x.shape, ax) < head
+    return jnp.where(axis_channel, ra, x * weights)
 
 
 def _colu_impl(x, spec: ConeSpec):
