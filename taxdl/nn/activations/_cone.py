@@ -260,7 +260,10 @@ def _colu_tangent(x, spec, res, dx):
         return (jnp.where(head, dr * dz, w * dz) + spread * z).reshape(x.shape)
     head = 1 if spec.layout == "shared" else spec.num_cones
     a, rest = lax.split(x, [head, x.shape[ax] - head], axis=ax)
-    da, drest = lax.split(dx, [head, x.shape[ax] - head], axis=ax)
+    # slices, not a split: their transposes are pads, which fuse with the sum of the two
+    # cotangent parts (a split's transpose is a concatenation, one more copy)
+    da = lax.slice_in_dim(dx, 0, head, axis=ax)
+    drest = lax.slice_in_dim(dx, head, x.shape[ax], axis=ax)
     bshape = x.shape[:ax] + (spec.num_cones, n) + x.shape[ax + 1:]
     body, dbody = rest.reshape(bshape), drest.reshape(bshape)
     _, dr = _rect(a, spec.rectify)
