@@ -277,13 +277,6 @@ def _check_dimension(n, who: str) -> None:
         raise ValueError(f"{who}: the dimension `n` must be an integer >= 1, got {n!r}.")
 
 
-def check_block(block, who: str) -> int:
-    """Validate a block size (an integer ≥ 1)."""
-    if isinstance(block, bool) or not isinstance(block, int) or block < 1:
-        raise ValueError(f"{who}: `block` must be an integer >= 1, got {block!r}.")
-    return block
-
-
 def block_count(group: AbstractGroup) -> int:
     """The number of blocks n / `block` of a bound block group (validating divisibility)."""
     n, block = group._require_n(), group.block
@@ -295,8 +288,9 @@ def block_count(group: AbstractGroup) -> int:
 
 def check_block_group(group: AbstractGroup) -> None:
     """Validate a block group's `block` and, when bound, that it divides `n`."""
-    who = type(group).__name__
-    check_block(group.block, who)
+    who, block = type(group).__name__, group.block
+    if isinstance(block, bool) or not isinstance(block, int) or block < 1:
+        raise ValueError(f"{who}: `block` must be an integer >= 1, got {block!r}.")
     if group.n is not None:
         _check_dimension(group.n, who)
         block_count(group)

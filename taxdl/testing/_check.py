@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..groups import AbstractGroup, Element, immediate_supergroups, is_subgroup
+from ..groups import AbstractGroup, Element, Trivial, immediate_supergroups, is_subgroup
 from ..taxonomy import (
     AbstractInitialiser,
     Cell,
@@ -295,13 +295,12 @@ def _informative_first(sampled: Element, avoid: AbstractGroup | None) -> np.ndar
     one time in eight) and, for a maximality probe, not inside the declared group `avoid`
     (three draws from Bₙ all lie in its index-2 subgroup Dₙ one time in eight, and a
     probe that sees only those cannot refute the larger group)."""
-    m, t = np.asarray(sampled.matrix), np.asarray(sampled.shift)
-    eye = np.eye(m.shape[-1])
-    identity = (np.abs(m - eye).max(axis=(-2, -1)) == 0) & (np.abs(t).max(axis=-1) == 0)
+    element = Element(jnp.asarray(sampled.matrix), jnp.asarray(sampled.shift))
+    identity = np.asarray(Trivial(element.matrix.shape[-1]).contains(element, atol=0.0))
     inside = np.zeros_like(identity)
     if avoid is not None:
         try:
-            inside = np.asarray(avoid.contains(Element(jnp.asarray(m), jnp.asarray(t))))
+            inside = np.asarray(avoid.contains(element))
         except NotImplementedError:  # membership not decidable (e.g. a product)
             pass
     return np.argsort(np.where(identity, 2, np.where(inside, 1, 0)), kind="stable")

@@ -120,24 +120,23 @@ def _(norm: RMSNorm, flavour, element, group) -> RMSNorm:
 def _grouped_taxonomy(n: int, groups: int, eps: float, what: str) -> Taxonomy:
     c = n // groups
     if c == 1:
-        within = SignedPermutation()   # per-channel statistics: sign flips are harmless
-    elif groups == 1:
-        within = Permutation()
-    else:   # permutations within each group, and of the groups as blocks
-        within = BlockPermutation(n, c)
-    right_alg = ScaleShift(positive=True) if eps == 0 else Translation()
-    right_clo = ScaleShift() if eps == 0 else Translation()
-    if 1 < c < n:
-        # per-group statistics remove a shift and (ε = 0) a positive scale per group; γ
-        # absorbs a sign per group
-        right_alg = (BlockScaleShift(n, c, positive=True) if eps == 0
-                     else BlockScaleShift(n, c, scales=False))
-        right_clo = BlockScaleShift(n, c) if eps == 0 else BlockScaleShift(n, c, scales=False)
-    if c == 1:
         # per-channel statistics remove every per-channel shift (and, with ε = 0, every
-        # positive per-channel scale; γ absorbs the signs)
+        # positive per-channel scale; γ absorbs the signs); sign flips are harmless
+        within = SignedPermutation()
         right_clo = DiagonalAffine() if eps == 0 else Translations()
         right_alg = DiagonalAffine(positive=True) if eps == 0 else Translations()
+    elif groups == 1:
+        within = Permutation()
+        right_clo = ScaleShift() if eps == 0 else Translation()
+        right_alg = ScaleShift(positive=True) if eps == 0 else Translation()
+    else:
+        # per-group statistics remove a shift and (ε = 0) a positive scale per group, γ
+        # absorbs a sign per group; permutations within each group and of the groups as
+        # blocks
+        within = BlockPermutation(n, c)
+        right_clo = BlockScaleShift(n, c) if eps == 0 else BlockScaleShift(n, c, scales=False)
+        right_alg = (BlockScaleShift(n, c, positive=True) if eps == 0
+                     else BlockScaleShift(n, c, scales=False))
     return Taxonomy(
         closure=(DiagonalAffine(), right_clo, within),
         probabilistic=(None, right_alg, within),
