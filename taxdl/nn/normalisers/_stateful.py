@@ -9,6 +9,7 @@ For the checker (`taxdl.testing`), the per-example function is obtained through 
 of App. A.1.1) or the `random_call` hook (the state after a random history of steps).
 """
 
+import abc
 from collections.abc import Callable, Hashable
 from typing import ClassVar
 
@@ -132,9 +133,52 @@ def _chi_taxonomy() -> Taxonomy:
     )
 
 
+class _AbstractDataNormaliser(AbstractNormaliser, eqx.nn.StatefulLayer):
+    """The calling convention shared by the data-like normalisers: batch statistics over
+    the `vmap` axis `axis_name` in training (recorded as running averages), the running
+    averages in inference, then the normaliser's own application."""
+
+    n: eqx.AbstractVar[int]
+    eps: eqx.AbstractVar[float]
+    momentum: eqx.AbstractVar[float]
+    axis_name: eqx.AbstractVar[Hashable]
+    inference: eqx.AbstractVar[bool]
+    gamma: eqx.AbstractVar[Array]
+    beta: eqx.AbstractVar[Array]
+    state_index: eqx.AbstractVar[eqx.nn.StateIndex]
+    # per-coordinate statistics (else a mean vector and one scalar scale); the statistics
+    # of an explicit batch; the per-example map with given statistics
+    per_coordinate: eqx.AbstractClassVar[bool]
+    statistics_of: eqx.AbstractClassVar[Callable]
+    apply_statistics: eqx.AbstractClassVar[Callable]
+
+    @abc.abstractmethod
+    def statistics(self, state: eqx.nn.State) -> tuple[Array, Array]:
+        """The running (debiased) mean and scale used in inference."""
+
+    def __call__(self, x: Float[Array, " n"], state: eqx.nn.State, *, key=None,
+                 inference: bool | None = None) -> tuple[Float[Array, " n"], eqx.nn.State]:
+        """**Arguments:** one example `x` of shape `(n,)`, the `state`; `inference`
+        overrides `self.inference`. **Returns:** `(y, new_state)`."""
+        del key
+        who = type(self).__name__
+        with named_scope(f"taxdl.{who}"):
+            check_input(x, self.n, who)
+            inference = self.inference if inference is None else inference
+            d = x.dtype
+            if inference:
+                mean, scale = (a.astype(d) for a in self.statistics(state))
+            else:
+                mean, scale = _batch_statistics(x, self.axis_name, who, self.per_coordinate)
+                state = _record(state, self.state_index, self.momentum, mean, scale)
+            y = self.apply_statistics(x, mean, scale, self.gamma.astype(d),
+                                      self.beta.astype(d), self.eps)
+            return y.astype(d), state
+
+
 @register(family="normaliser", formula="γ·√n(x−μ_B)/(E_χ √(E_B‖x−μ_B‖²+ε)) + β⃗",
           example=lambda: ChiNorm(8), reference="isotropic paper eqs 45–47")
-class ChiNorm(AbstractNormaliser, eqx.nn.StatefulLayer):
+class ChiNorm(_AbstractDataNormaliser):
     """Chi-normaliser (isotropic paper App. A.1.1, eqs 45–47): remove the batch mean
     $μ_B$ (eq 46) and standardise magnitudes by the batch RMS magnitude
     $ρ_B = \\sqrt{\\mathbb E_B\\|x - μ_B\\|^2}$ and the Chi distribution's mean (eq 45):
@@ -179,6 +223,9 @@ class ChiNorm(AbstractNormaliser, eqx.nn.StatefulLayer):
     momentum: float = eqx.field(static=True)
 
     taxonomy: ClassVar[Taxonomy] = _chi_taxonomy()
+    per_coordinate: ClassVar[bool] = False
+    statistics_of: ClassVar[Callable] = staticmethod(F.chi_statistics)
+    apply_statistics: ClassVar[Callable] = staticmethod(F.chi_apply)
 
     def __init__(self, n: int, axis_name: Hashable = "batch", eps: float = 1e-5,
                  momentum: float = 0.99, inference: bool = False, *, dtype=jnp.float32):
@@ -197,28 +244,11 @@ class ChiNorm(AbstractNormaliser, eqx.nn.StatefulLayer):
         stored = state.get(self.state_index)
         return _running(stored, self.momentum, jnp.sqrt(jnp.asarray(self.n, stored[2].dtype)))
 
-    @named_scope("taxdl.ChiNorm")
-    def __call__(self, x: Float[Array, " n"], state: eqx.nn.State, *, key=None,
-                 inference: bool | None = None) -> tuple[Float[Array, " n"], eqx.nn.State]:
-        """**Arguments:** one example `x` of shape `(n,)`, the `state`; `inference`
-        overrides `self.inference`. **Returns:** `(y, new_state)`."""
-        del key
-        check_input(x, self.n, "ChiNorm")
-        inference = self.inference if inference is None else inference
-        d = x.dtype
-        if inference:
-            mean, rms = (a.astype(d) for a in self.statistics(state))
-        else:
-            mean, rms = _batch_statistics(x, self.axis_name, "ChiNorm", per_coordinate=False)
-            state = _record(state, self.state_index, self.momentum, mean, rms)
-        y = F.chi_apply(x, mean, rms, self.gamma.astype(d), self.beta.astype(d), self.eps)
-        return y.astype(d), state
-
 
 # ======================================================================= BatchNorm audit
 @register(family="normaliser", name="BatchNorm", formula="γ⊙(x−E_B x)/√(ε+Var_B x) + β",
           example=lambda: BatchNorm(8), reference="isotropic paper eq 42")
-class BatchNorm(AbstractNormaliser, eqx.nn.StatefulLayer):
+class BatchNorm(_AbstractDataNormaliser):
     """BatchNorm as the isotropic paper analyses it (eq 42, audit): every coordinate is
     standardised with its batch mean and variance, then $γ \\odot \\cdot + β$ (vectors,
     init 1 and 0). Same calling convention and running statistics as
@@ -254,6 +284,9 @@ class BatchNorm(AbstractNormaliser, eqx.nn.StatefulLayer):
         note="data-like: over batches of isotropic (Gaussian) data; per-coordinate "
              "statistics break O(n) even in law",
     )
+    per_coordinate: ClassVar[bool] = True
+    statistics_of: ClassVar[Callable] = staticmethod(F.batch_statistics)
+    apply_statistics: ClassVar[Callable] = staticmethod(F.batch_apply)
 
     def __init__(self, n: int, axis_name: Hashable = "batch", eps: float = 1e-5,
                  momentum: float = 0.99, inference: bool = False, *, dtype=jnp.float32):
@@ -270,27 +303,6 @@ class BatchNorm(AbstractNormaliser, eqx.nn.StatefulLayer):
         """Running (debiased) per-coordinate mean and standard deviation (0 and 1 before
         any training step)."""
         return _running(state.get(self.state_index), self.momentum, 1)
-
-    @named_scope("taxdl.BatchNorm")
-    def __call__(self, x: Float[Array, " n"], state: eqx.nn.State, *, key=None,
-                 inference: bool | None = None) -> tuple[Float[Array, " n"], eqx.nn.State]:
-        """**Arguments:** one example `x` of shape `(n,)`, the `state`; `inference`
-        overrides `self.inference`. **Returns:** `(y, new_state)`."""
-        del key
-        check_input(x, self.n, "BatchNorm")
-        inference = self.inference if inference is None else inference
-        d = x.dtype
-        if inference:
-            mean, std = (a.astype(d) for a in self.statistics(state))
-        else:
-            mean, std = _batch_statistics(x, self.axis_name, "BatchNorm", per_coordinate=True)
-            state = _record(state, self.state_index, self.momentum, mean, std)
-        y = _bn_apply(x, mean, std, self.gamma.astype(d), self.beta.astype(d), self.eps)
-        return y.astype(d), state
-
-
-_bn_apply = F.batch_apply
-_bn_statistics = F.batch_statistics
 
 
 # ======================================================================= time-like
@@ -394,27 +406,15 @@ _DEFAULT_BATCH = (64,)
 _FIXED_KEY = 20250101
 
 
-def _stats_and_apply(norm):
-    """(statistics of an explicit batch, per-example application with given statistics,
-    parameter leaves) for the data-like normalisers."""
-    if isinstance(norm, ChiNorm):
-        return (F.chi_statistics,
-                lambda x, mean, scale, g, b: F.chi_apply(x, mean, scale, g, b, norm.eps))
-    return _bn_statistics, lambda x, mean, scale, g, b: _bn_apply(x, mean, scale, g, b,
-                                                                   norm.eps)
-
-
 def _data_function(norm, key, batch_shape, element: Element | None = None,
                    flavour: Flavour | None = None) -> Callable:
-    stats_fn, apply_fn = _stats_and_apply(norm)
-
     def f(x):
         d = x.dtype
-        mean, scale = stats_fn(_gaussian_batch(key, batch_shape, norm.n, d))
+        mean, scale = norm.statistics_of(_gaussian_batch(key, batch_shape, norm.n, d))
         gamma, beta = norm.gamma.astype(d), norm.beta.astype(d)
         if element is not None:
             gamma, beta, mean, scale = _move(norm, flavour, element, gamma, beta, mean, scale)
-        return apply_fn(x, mean, scale, gamma, beta).astype(d)
+        return norm.apply_statistics(x, mean, scale, gamma, beta, norm.eps).astype(d)
 
     return f
 
