@@ -426,14 +426,15 @@ def _move(norm, flavour, element, gamma, beta, mean, scale):
     monomial affine g (E, BatchNorm)."""
     d = beta.dtype
     m, t = element.matrix.astype(d), element.shift.astype(d)
-    # ChiNorm's γ is a scalar: the scale a of g = aI + t; BatchNorm's: the diagonal of D
-    a = m[0, 0] if isinstance(norm, ChiNorm) else jnp.diagonal(m)
+    # a scalar γ (ChiNorm) takes the scale a of g = aI + t; a per-coordinate γ
+    # (BatchNorm) the diagonal of D
+    a = jnp.diagonal(m) if norm.per_coordinate else m[0, 0]
     if flavour is Flavour.LEFT:      # a(γ·z + β) + t
         return a * gamma, m @ beta + t, mean, scale
     if flavour is Flavour.RIGHT:     # γ·(a x + t − μ)/s + β = aγ·(x − (μ − t)/a)/s + β
         return a * gamma, beta, (mean - t) / a, scale
     minv = jnp.linalg.inv(m)         # M⁻¹(γ·(Mx + t − μ)/s + β − t)
-    if isinstance(norm, ChiNorm):
+    if not norm.per_coordinate:
         return gamma, minv @ (beta - t), minv @ (mean - t), scale
     # monomial M = PD: γ and the scale move with the permutation P⁻¹ alone (the rows of
     # |M⁻¹| normalised to one), β and μ with M⁻¹
@@ -470,8 +471,7 @@ for _cls in _Stateful:
 signature.register(_Transported)(lambda tr, n=None: Signature(((tr.base.n,),)))
 
 
-@data_call.register(ChiNorm)
-@data_call.register(BatchNorm)
+@data_call.register(_AbstractDataNormaliser)
 def _(norm, key, batch_shape=_DEFAULT_BATCH) -> Callable:
     return _data_function(norm, key, batch_shape)
 
@@ -481,15 +481,13 @@ def _(tr: _Transported, key, batch_shape=_DEFAULT_BATCH) -> Callable:
     return _data_function(tr.base, key, batch_shape, tr.element, tr.flavour)
 
 
-@as_function.register(ChiNorm)
-@as_function.register(BatchNorm)
+@as_function.register(_AbstractDataNormaliser)
 @as_function.register(_Transported)
 def _(norm) -> Callable:
     return data_call(norm, jax.random.key(_FIXED_KEY), _DEFAULT_BATCH)
 
 
-@transport.register(ChiNorm)
-@transport.register(BatchNorm)
+@transport.register(_AbstractDataNormaliser)
 def _(norm, flavour, element, group):
     return _Transported(norm, element, Flavour(flavour))
 
