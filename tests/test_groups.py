@@ -659,6 +659,20 @@ def test_sign_groups_are_not_permutation_groups():
                             & (jnp.abs(halves.matrix[:, 0, 0] - 1) > 1e-3)))
 
 
+def test_point_reflection_lies_in_so_n_and_d_n_exactly_in_even_dimensions():
+    """det(−I) = (−1)ⁿ and −I flips n signs: the hierarchy's edges {±I} ⊂ SO(n), Dₙ exist
+    for a group bound to an even n, and membership agrees."""
+    for n in (2, 4, 5, 7):
+        even = n % 2 == 0
+        minus = G.Element(-jnp.eye(n)[None], jnp.zeros((1, n)))
+        for big in (G.SpecialOrthogonal(n), G.EvenSignedPermutation(n)):
+            assert G.is_subgroup(G.PointReflection(n), big) == even, (n, big.name)
+            assert bool(big.contains(minus, atol=1e-6)[0]) == even, (n, big.name)
+        names = [g.name for g in G.PointReflection(n).supergroups()]
+        assert ({f"SO({n})", f"D_{n}"} <= set(names)) == even
+    assert not G.is_subgroup(G.PointReflection(), G.SpecialOrthogonal())
+
+
 def test_block_groups_keep_blocks_together():
     """S_c≀S_G holds exactly the permutations that move blocks as wholes (its elements are
     1/(c!^G G!) of Sₙ's: uniform permutations of 12 almost never are), and the per-block

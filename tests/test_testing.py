@@ -181,6 +181,28 @@ def test_assert_maximal_on_a_plain_function():
         assert_maximal(jnp.tanh, Permutation(), "E", n=6, **FAST)
 
 
+def _even_sign_map(x):
+    """f(x)_i = x_i + Π_{j≠i} x_j: equivariant under Dₙ (a permutation, or an even number
+    of sign flips, each of which flips every product but the own coordinate's), not under
+    one sign flip, a scaling or a rotation. Odd exactly when n is even (−I ∈ Dₙ)."""
+    others = jnp.prod(x) / x  # Gaussian draws are never 0 here
+    return x + others
+
+
+def test_point_reflection_under_claim_in_even_dimension_is_caught():
+    """{±I} ⊂ Dₙ, SO(n) for even n: a Dₙ-equivariant map declared only odd in n = 4 is
+    reported as possibly non-maximal, with Dₙ the supergroup that also holds."""
+    assert_algebraic(_even_sign_map, PointReflection(), "E", n=4, **FAST)
+    assert_algebraic(_even_sign_map, EvenSignedPermutation(), "E", n=4, **FAST)
+    with pytest.raises(SymmetryViolation, match="may not be maximal") as info:
+        assert_maximal(_even_sign_map, PointReflection(), "E", n=4, **FAST)
+    found = {m.group: m.found for m in info.value.cell.maximality}
+    assert found == {"ℝ×": True, "ℤ₂^4": True, "SO(4)": True, "D_4": False}
+    # a true {±I} map (odd, nothing larger) passes in even n: tanh of a fixed mixing
+    mix = jax.random.normal(jax.random.key(3), (4, 4))
+    assert_maximal(lambda x: jnp.tanh(mix @ x), PointReflection(), "E", n=4, **FAST)
+
+
 # ---------------------------------------------------------------- probabilistic cells
 class UniformClaimedOrthogonal(AbstractInitialiser):
     """Negative control: iid uniform weights declared O(n)-invariant in law (they are

@@ -8,6 +8,7 @@ Hierarchy on one layer's ℝⁿ (DESIGN §1):
 
     I ⊂ Sₙ ⊂ Dₙ ⊂ Bₙ ⊂ O(n) ⊂ ℝ×·O(n) (similarities) ⊂ GL(n),   I ⊂ Ψ ⊂ O(n),
     I ⊂ SO(n) ⊂ O(n),   Sₙ ⊂ O(n−1) (permutations fix 1) ⊂ O(n),   I ⊂ ℝ×₊ ⊂ ℝ× ⊂ ℝ×·O(n),
+    I ⊂ {±I} ⊂ ℝ×, ℤ₂ⁿ (sign flips) ⊂ Bₙ, and for even n also {±I} ⊂ SO(n), Dₙ,
     Sₙ ⊂ Sₙ⋉(ℝ×₊)ⁿ ⊃ ℝ×₊ (positive monomials) ⊂ Sₙ⋉(ℝ×)ⁿ (monomials) ⊂ GL(n),
     Bₙ ⊂ Sₙ⋉(ℝ×)ⁿ ⊃ (ℝ×)ⁿ (invertible diagonals) ⊃ ℝ×, (ℝ×₊)ⁿ ⊃ ℝ×₊,
     (ℝ×₊)ⁿ ⊂ Sₙ⋉(ℝ×₊)ⁿ,
@@ -101,9 +102,18 @@ def _extra(name: str) -> AbstractGroup:
 _register(Trivial, lambda g: _bind(
     (Permutation(), SpecialOrthogonal(), Simplex(), Scaling(positive=True), Translation(),
      PointReflection()), g.n))
-# −I is also in SO(n) and Dₙ for even n: the hierarchy keeps the order that holds in every
-# dimension.
-_register(PointReflection, lambda g: _bind((Scaling(positive=False), SignFlips()), g.n))
+
+
+def _point_reflection_supergroups(g: PointReflection) -> tuple[AbstractGroup, ...]:
+    # det(−I) = (−1)ⁿ and −I flips all n signs: in an even dimension {±I} also lies in
+    # SO(n) and in Dₙ, so a bound group of even n has those two supergroups as well.
+    ups = (Scaling(positive=False), SignFlips())
+    if g.n is not None and g.n % 2 == 0:
+        ups += (SpecialOrthogonal(), EvenSignedPermutation())
+    return _bind(ups, g.n)
+
+
+_register(PointReflection, _point_reflection_supergroups)
 _register(SignFlips, lambda g: _bind((SignedPermutation(), Diagonal()), g.n))
 _register(Permutation, lambda g: _bind(
     (EvenSignedPermutation(), OrthogonalComplement(), _extra("PositiveMonomial")), g.n))
@@ -219,7 +229,9 @@ def same_group(a: AbstractGroup, b: AbstractGroup) -> bool:
 def is_subgroup(a: AbstractGroup, b: AbstractGroup) -> bool:
     """Whether family `a` ⊆ family `b` in the hierarchy (reflexive, transitive).
 
-    The trivial group is a subgroup of everything; products compare factor-wise.
+    The trivial group is a subgroup of everything; products compare factor-wise. Groups
+    bound to a dimension follow that dimension's edges (e.g. {±I} ⊂ SO(n) only for
+    even n); unbound families follow those that hold in every dimension.
     """
     a, b = simplify_product(a), simplify_product(b)
     if same_group(a, b) or isinstance(a, Trivial):
