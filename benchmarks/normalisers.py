@@ -17,7 +17,6 @@ import time
 
 import equinox as eqx
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 try:

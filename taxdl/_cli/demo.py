@@ -346,7 +346,7 @@ def format_markdown(rows: list[list[str]]) -> str:
 
 
 def _plots(results: list[Result], tasks: dict, out: str) -> list[str]:
-    from .. import nn, plot
+    from .. import plot
 
     written = []
 

@@ -11,7 +11,7 @@ from collections.abc import Callable
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, Complex, Float, Inexact
+from jaxtyping import Array, Complex, Float
 
 from .._numerics import compute_dtype, finite_float, inverse_or_zero, safe_norm
 from . import _radial as R

@@ -8,7 +8,6 @@ this as the factor ℝ× of a product group.
 """
 
 from collections.abc import Callable
-from typing import ClassVar
 
 import equinox as eqx
 import jax
@@ -23,7 +22,6 @@ from ...groups import (
     Monomial,
     Orthogonal,
     Scaling,
-    Trivial,
     scalings_times,
 )
 from ...taxonomy import (
