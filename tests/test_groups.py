@@ -318,7 +318,12 @@ def test_subgroup_relation_matches_sampled_membership():
              (G.BlockScaleShift(6, 2, scales=False), G.Translations(6)),
              (G.BlockScaleShift(6, 2, positive=True), G.BlockScaleShift(6, 2)),
              (G.BlockScaleShift(6, 2, positive=True), G.DiagonalAffine(6, positive=True)),
-             (G.BlockScaleShift(6, 2), G.DiagonalAffine(6))]
+             (G.BlockScaleShift(6, 2), G.DiagonalAffine(6)),
+             (G.ScaleShift(12), G.BlockScaleShift(12, 6)),
+             (G.ScaleShift(12, positive=True), G.BlockScaleShift(12, 4, positive=True)),
+             (G.Translation(8), G.BlockScaleShift(8, 4, scales=False)),
+             (G.BlockScaleShift(12, 6, positive=True), G.BlockScaleShift(12, 3, positive=True)),
+             (G.BlockScaleShift(12, 4, scales=False), G.BlockScaleShift(12, 2, scales=False))]
     for small, big in pairs:
         assert G.is_subgroup(small, big)
         assert bool(jnp.all(big.contains(small.sample(KEY, 64), atol=1e-4))), (small.name, big.name)
@@ -671,6 +676,23 @@ def test_point_reflection_lies_in_so_n_and_d_n_exactly_in_even_dimensions():
         names = [g.name for g in G.PointReflection(n).supergroups()]
         assert ({f"SO({n})", f"D_{n}"} <= set(names)) == even
     assert not G.is_subgroup(G.PointReflection(), G.SpecialOrthogonal())
+
+
+def test_block_groups_are_ordered_by_refinement():
+    """A scale/shift over blocks of c lies in the one over blocks of c′ exactly when c′
+    divides c; the hierarchy lists the coarsest refinements (c/p, p prime) above it."""
+    for n, c, finer in [(36, 12, (6, 4)), (36, 6, (3, 2)), (8, 8, (4,)), (8, 4, (2,)),
+                        (36, 9, (3,)), (36, 3, ())]:
+        names = [g.name for g in G.BlockScaleShift(n, c).supergroups()]
+        assert [x for x in names if x.startswith("(ℝ×,+λ1)^")] == [
+            f"(ℝ×,+λ1)^{n // b}" for b in finer]
+    assert G.is_subgroup(G.BlockScaleShift(12, 6), G.BlockScaleShift(12, 3))
+    assert not G.is_subgroup(G.BlockScaleShift(12, 4), G.BlockScaleShift(12, 6))
+    assert not G.is_subgroup(G.BlockScaleShift(12, 6), G.BlockScaleShift(12, 4))
+    six = G.BlockScaleShift(12, 6).sample(KEY, 64)
+    assert not bool(jnp.any(G.BlockScaleShift(12, 4).contains(six, atol=1e-4)))
+    # one block of a prime n has no per-block group above it but the per-coordinate one
+    assert not any("+λ1)^" in g.name for g in G.ScaleShift(7).supergroups())
 
 
 def test_block_groups_keep_blocks_together():

@@ -11,6 +11,7 @@ import pytest
 
 import taxdl.nn as tnn
 from taxdl.groups import (
+    BlockScaleShift,
     Element,
     EvenSignedPermutation,
     GeneralLinear,
@@ -18,6 +19,7 @@ from taxdl.groups import (
     Permutation,
     PointReflection,
     Product,
+    ScaleShift,
     Scaling,
     SignedPermutation,
     Trivial,
@@ -201,6 +203,29 @@ def test_point_reflection_under_claim_in_even_dimension_is_caught():
     # a true {±I} map (odd, nothing larger) passes in even n: tanh of a fixed mixing
     mix = jax.random.normal(jax.random.key(3), (4, 4))
     assert_maximal(lambda x: jnp.tanh(mix @ x), PointReflection(), "E", n=4, **FAST)
+
+
+def _standardise_halves(x):
+    """Each half of x standardised on its own (a GroupNorm with two groups, γ = 1, β = 0,
+    ε = 0): invariant to a positive scale and a shift per half."""
+    h = x.reshape(2, -1)
+    h = h - h.mean(-1, keepdims=True)
+    v = jnp.mean(h * h, -1, keepdims=True)
+    return jnp.where(v > 0, h / jnp.sqrt(jnp.where(v > 0, v, 1)), 0).reshape(x.shape)
+
+
+def test_global_scale_shift_under_claim_of_a_per_block_map_is_caught():
+    """(ℝ×₊,+λ1) lies in the per-block (ℝ×₊,+λ1)ᴳ: declaring the global group for a map
+    with per-half statistics is reported as possibly non-maximal in n = 8, and the
+    per-half group is the one that holds."""
+    group = ScaleShift(positive=True)
+    assert_algebraic(_standardise_halves, group, "R", n=8, **FAST)
+    with pytest.raises(SymmetryViolation, match="may not be maximal") as info:
+        assert_maximal(_standardise_halves, group, "R", n=8, **FAST)
+    missing = {m.group for m in info.value.cell.maximality if m.found is False}
+    assert missing == {"(ℝ×₊,+λ1)^2"}
+    assert_maximal(_standardise_halves, BlockScaleShift(8, 4, positive=True), "R", n=8,
+                   **FAST)
 
 
 # ---------------------------------------------------------------- probabilistic cells

@@ -14,6 +14,7 @@ Hierarchy on one layer's ℝⁿ (DESIGN §1):
     (ℝ×₊)ⁿ ⊂ Sₙ⋉(ℝ×₊)ⁿ,
     ℝ×₊ ⊂ (ℝ×₊,+λ1) ⊂ (ℝ×,+λ1),   +λ1 ⊂ (ℝ×₊,+λ1),
     per block of c coordinates: (+λ1)ᴳ ⊂ (ℝ×₊,+λ1)ᴳ ⊂ (ℝ×,+λ1)ᴳ ⊂ (ℝ×)ⁿ⋉ℝⁿ,
+    and, n bound, (ℝ×,+λ1) = one block of n ⊂ blocks of c ⊂ blocks of c′ for c′ | c,
     (+λ1)ᴳ ⊂ T(n), (ℝ×₊,+λ1)ᴳ ⊂ (ℝ×₊)ⁿ⋉ℝⁿ, and S_c≀S_G ⊂ Sₙ (blocks permuted as blocks),
     +λ1 ⊂ T(n) ⊂ E(n) ⊂ Aff(n),   O(n) ⊂ E(n),   GL(n) ⊂ Aff(n),
     T(n), (ℝ×₊,+λ1) ⊂ ℝ×₊⋉ℝⁿ ⊂ ℝ×⋉ℝⁿ (dilations) ⊃ (ℝ×,+λ1),
@@ -137,15 +138,44 @@ _register(DiagonalAffine, lambda g: _bind(
 _register(ScaleTranslation, lambda g: _bind(
     (ScaleTranslation(), DiagonalAffine(positive=True)) if g.positive
     else (DiagonalAffine(),), g.n))
-_register(Translation, lambda g: _bind((ScaleShift(positive=True), Translations()), g.n))
+
+
+def _coarsest_refinements(block: int) -> tuple[int, ...]:
+    """Block sizes b / p for the primes p dividing b, those ≥ 2: the per-block groups
+    immediately above a group acting on blocks of b (smaller blocks give more maps; blocks
+    of one coordinate are the per-coordinate groups, named on their own)."""
+    out, m, p = [], block, 2
+    while p * p <= m:
+        if m % p == 0:
+            out.append(block // p)
+            while m % p == 0:
+                m //= p
+        p += 1
+    if m > 1:
+        out.append(block // m)
+    return tuple(b for b in out if b >= 2)
+
+
+def _split_blocks(n: int | None, block: int, **flags) -> tuple[AbstractGroup, ...]:
+    # In a bound dimension, one scale/shift over blocks of `block` sits inside one per
+    # smaller block (GroupNorm's groups inside LayerNorm's).
+    if n is None:
+        return ()
+    return tuple(BlockScaleShift(n, b, **flags) for b in _coarsest_refinements(block))
+
+
+_register(Translation, lambda g: _bind((ScaleShift(positive=True), Translations()), g.n)
+          + _split_blocks(g.n, g.n or 1, scales=False))
 _register(ScaleShift, lambda g: _bind(
     (ScaleShift(positive=False), ScaleTranslation(positive=True)) if g.positive
-    else (ScaleTranslation(),), g.n))
+    else (ScaleTranslation(),), g.n) + _split_blocks(g.n, g.n or 1, positive=g.positive))
 _register(Translations, lambda g: _bind((Euclidean(), ScaleTranslation(positive=True)), g.n))
 _register(BlockScaleShift, lambda g: (
     (BlockScaleShift(g.n, g.block, positive=True), Translations(g.n)) if not g.scales
     else (BlockScaleShift(g.n, g.block), DiagonalAffine(g.n, positive=True)) if g.positive
-    else (DiagonalAffine(g.n),)))
+    else (DiagonalAffine(g.n),))
+    + tuple(BlockScaleShift(g.n, b, positive=g.positive, scales=g.scales)
+            for b in _coarsest_refinements(g.block)))
 _register(BlockPermutation, lambda g: (Permutation(g.n),))
 _register(Euclidean, lambda g: _bind((Affine(),), g.n))
 _register(Affine, lambda g: ())
