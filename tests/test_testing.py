@@ -351,6 +351,70 @@ def _(layer: BadAffine, flavour, element, group):
     return eqx.tree_at(lambda l: (l.weight, l.bias), layer, (w, b))
 
 
+class UnderClaimedAffine(AbstractLayer):
+    """An affine layer with the right transport whose closure cells claim GL(n) only:
+    Wx + b is closed under Aff(n) in every flavour (the bias absorbs the shifts)."""
+
+    weight: jax.Array
+    bias: jax.Array
+
+    taxonomy: ClassVar[Taxonomy] = Taxonomy(
+        closure=(GeneralLinear(), GeneralLinear(), GeneralLinear()))
+
+    def __init__(self, n, *, key):
+        self.weight = jax.random.normal(key, (n, n)) / np.sqrt(n)
+        self.bias = jnp.zeros(n)
+
+    def __call__(self, x, *, key=None):
+        return self.weight @ x + self.bias
+
+
+@signature.register
+def _(layer: UnderClaimedAffine, n=None):
+    return Signature(((layer.weight.shape[1],),))
+
+
+@transport.register
+def _(layer: UnderClaimedAffine, flavour, element, group):
+    m = element.matrix.astype(layer.weight.dtype)
+    w, b = {Flavour.LEFT: lambda: (m @ layer.weight, m @ layer.bias),
+            Flavour.RIGHT: lambda: (layer.weight @ m, layer.bias),
+            Flavour.EQUIVARIANT: lambda: (jnp.linalg.solve(m, layer.weight @ m),
+                                          jnp.linalg.solve(m, layer.bias))}[Flavour(flavour)]()
+    return eqx.tree_at(lambda l: (l.weight, l.bias), layer, (w, b))
+
+
+def test_closure_under_claim_is_caught_by_a_fitted_witness():
+    """By default a closure cell's maximality is not checked, so an under-claimed affine
+    layer passes; with `fit_closure`, fitting (W', b') to the function moved by an affine
+    map succeeds to rounding level, a witness that Aff(n) holds too."""
+    layer = UnderClaimedAffine(6, key=jax.random.key(0))
+    quiet = check(layer, generations=("closure",), **FAST)
+    assert all(m.found is None and not m.searched
+               for c in quiet.cells for m in c.maximality)
+    with pytest.raises(SymmetryViolation, match="may not be maximal") as info:
+        check(layer, generations=("closure",), fit_closure=True, **FAST)
+    assert "witness" in str(info.value)
+    for flavour in "LRE":
+        cell = info.value.report.cell("closure", flavour)
+        assert cell.status == "not maximal"
+        [m] = cell.maximality
+        assert m.group == "Aff(6)" and m.found is False and m.note.startswith("witness")
+
+
+def test_closure_fit_finds_no_witness_for_maximal_declarations():
+    """LayerNorm with vector γ, β: no supergroup of its closure cells is reproduced by a
+    fit, O(n−1) included, which only the member at γ = 1 (its initialisation) would
+    absorb; the fits move generic (perturbed) members. The report calls those searches
+    inconclusive, not refutations."""
+    report = check(tnn.LayerNorm(8), generations=("closure",), fit_closure=True, **FAST)
+    searched = {m.group: m for c in report.cells for m in c.maximality}
+    assert "O(7)" in searched and "(ℝ×,+λ1)^2" in searched
+    for m in searched.values():
+        assert m.found is None and m.searched and "inconclusive (no witness" in str(m)
+    assert report.passed
+
+
 def test_wrong_transport_is_caught():
     with pytest.raises(SymmetryViolation) as info:
         check(BadAffine(6, key=jax.random.key(0)), **FAST)

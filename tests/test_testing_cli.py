@@ -123,3 +123,26 @@ def test_load_rejects_malformed_targets():
     with pytest.raises(ValueError, match="pkg.module:Name"):
         load("no_colon")
     assert load("taxdl.nn:IsotropicTanh").__name__ == "IsotropicTanh"
+
+
+def test_fit_closure_flag_reaches_check(monkeypatch, capsys):
+    """`taxdl check --fit-closure` asks `check` for the closure witness search."""
+    import argparse
+
+    import taxdl.testing
+    from taxdl._cli import check as cli
+
+    seen = {}
+
+    def fake_check(obj, n, **kwargs):
+        seen.update(kwargs)
+        return "report"
+
+    monkeypatch.setattr(taxdl.testing, "check", fake_check)
+    parser = argparse.ArgumentParser()
+    cli.add_arguments(parser)
+    for flags, expected in (([], False), (["--fit-closure"], True)):
+        seen.clear()
+        assert cli.run(parser.parse_args(["taxdl.nn:LayerNorm", *flags])) == 0
+        assert seen["fit_closure"] is expected
+    assert "report" in capsys.readouterr().out

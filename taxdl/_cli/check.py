@@ -25,6 +25,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--seed", type=int, default=0, help="PRNG seed (default 0)")
     parser.add_argument("--no-maximality", action="store_true",
                         help="skip the search for counterexamples under supergroups")
+    parser.add_argument("--fit-closure", action="store_true",
+                        help="search for witnesses that a closure cell is not maximal "
+                             "(fit the parameters to the function moved by a supergroup)")
 
 
 def load(target: str):
@@ -70,7 +73,7 @@ def run(args) -> int:
     dtype = jnp.float64 if args.dtype == "float64" else jnp.float32
     kwargs = dict(dtype=dtype, examples=args.examples, batch=args.batch,
                   samples=args.samples, key=jax.random.key(args.seed),
-                  maximality=not args.no_maximality)
+                  maximality=not args.no_maximality, fit_closure=args.fit_closure)
     n = args.n
     try:
         try:

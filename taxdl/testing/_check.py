@@ -6,6 +6,7 @@ import zlib
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -36,6 +37,7 @@ from ._report import (
     maximality_message,
     violation_message,
 )
+from ._fit import closure_residuals as fit_residuals
 from ._stats import two_sample_test
 from ._subject import as_linear, cast, display_name, resolve
 
@@ -90,6 +92,7 @@ class Context:
     kinds: tuple
     acted_default: tuple | None
     declared: Any = None
+    fit_closure: bool = False
     cache: dict = dataclasses.field(default_factory=dict)
 
 
@@ -100,7 +103,8 @@ def _parameter_free(prim) -> bool:
 
 def make_context(obj, n, dtype, *, examples=50, batch=32, samples=1024, test_elements=3,
                  alpha=1e-3, data_batch=64, key=None, rtol=None, atol=None, members=2,
-                 shapes=None, field="real") -> tuple[Context, Taxonomy | None]:
+                 shapes=None, field="real", fit_closure=False
+                 ) -> tuple[Context, Taxonomy | None]:
     """Resolve what is checked and fix everything a run shares. `obj` is a primitive
     (instance, class, factory) or, with `shapes`, any function."""
     if shapes is None:
@@ -146,6 +150,7 @@ def make_context(obj, n, dtype, *, examples=50, batch=32, samples=1024, test_ele
         default_transport=transport.dispatch(type(prim)) is transport.dispatch(object),
         kinds=kinds or ("initialisation",),
         acted_default=None if acted is None else tuple(acted), declared=declared,
+        fit_closure=fit_closure,
     )
     return ctx, declared
 
@@ -650,6 +655,8 @@ def _falsify(ctx, mode, kind, flavour, plan, sup) -> MaximalityResult:
         return MaximalityResult(sup.name, None, note="mismatched representations have no "
                                 "supergroup pairing in the hierarchy")
     if mode == "closure":
+        if ctx.fit_closure:
+            return _closure_witness(ctx, flavour, plan, sup)
         return MaximalityResult(sup.name, None, note="closure of a parameterised class under "
                                 "a larger group cannot be refuted numerically")
     sub = dataclasses.replace(plan, sample=sup, avoid=plan.sample)
@@ -659,6 +666,42 @@ def _falsify(ctx, mode, kind, flavour, plan, sup) -> MaximalityResult:
         return MaximalityResult(sup.name, outcome.rejected, ce, group_family=sup)
     ce = search_rows(ctx, "algebraic", flavour, sub, use_members=True)
     return MaximalityResult(sup.name, ce is not None, ce, group_family=sup)
+
+
+FIT_ELEMENTS = 2
+
+
+def _closure_witness(ctx: Context, flavour: Flavour, plan: Plan, sup: AbstractGroup
+                     ) -> MaximalityResult:
+    """Closure maximality by witness search (`fit_closure=True`): for a few elements g of
+    the supergroup outside the declared group, fit parameters θ' with f_{θ'} equal to the
+    moved function (see `_fit`). A fit to rounding level for every g is a witness that
+    the class is closed under the supergroup too (found = False: not maximal); the fits
+    use the generic members (perturbed parameters), element i with member i; otherwise
+    nothing is refuted or confirmed (found = None)."""
+    leaves = jax.tree.leaves(eqx.filter(ctx.prim, eqx.is_inexact_array))
+    if any(jnp.issubdtype(leaf.dtype, jnp.complexfloating) for leaf in leaves):
+        return MaximalityResult(sup.name, None, note="no witness search for complex "
+                                "parameters")
+    sub = dataclasses.replace(plan, sample=sup, avoid=plan.sample)
+    ein, eout = elements(ctx, sub, _seed(ctx, "fit", flavour.value, sup.name), FIT_ELEMENTS,
+                         informative=True)
+    if flavour is Flavour.EQUIVARIANT and plan.act_out:
+        eout = _inverse(eout)
+    # generic members (perturbed parameters): the relation must hold for every f in the
+    # class, and a member at its initialisation can be special (γ = 1 commutes with all)
+    members = [prim for _, prim, _ in ctx.members[1:]] or [ctx.prim]
+    res = fit_residuals(members, flavour, plan.act_out, plan.acted, ein, eout,
+                        _seed(ctx, "fit-inputs"), ctx.shapes, ctx.dtype)
+    worst, tol = float(np.max(res)), ctx.rho
+    if worst <= tol:
+        return MaximalityResult(sup.name, False, group_family=sup, note=(
+            f"witness: parameters θ' with f_θ' equal to the moved f_θ (relative residual "
+            f"{worst:.2g} ≤ {tol:.2g} on fresh inputs) for {len(res)} elements of "
+            f"{sup.name} outside the declared group"))
+    return MaximalityResult(sup.name, None, searched=True, note=(
+        f"no witness: the best fit leaves a relative residual {worst:.2g} > {tol:.2g}; a "
+        "closure under a larger group cannot be refuted numerically"))
 
 
 def _undeclarable(m: MaximalityResult, closure: Cell) -> MaximalityResult:
@@ -727,7 +770,8 @@ def check(primitive, n: int | None = None, *, dtype=jnp.float32, examples: int =
           data_batch: int = 64, key=None, maximality: bool = True,
           raise_on_failure: bool = True, rtol: float | None = None,
           atol: float | None = None, members: int = 2,
-          generations=("algebraic", "probabilistic", "closure")) -> Report:
+          generations=("algebraic", "probabilistic", "closure"),
+          fit_closure: bool = False) -> Report:
     """Verify every cell of a primitive's symmetry declaration, and that each declared
     group is maximal (DESIGN §3).
 
@@ -754,6 +798,11 @@ def check(primitive, n: int | None = None, *, dtype=jnp.float32, examples: int =
     - `members`: generic members of a parameterised class (the `perturb` hook) on which
       algebraic and closure claims are also checked.
     - `generations`: which generations to check (default all three).
+    - `fit_closure`: search for witnesses that a closure cell is not maximal: for two
+      elements of each immediate supergroup (outside the declared group), fit the class's
+      parameters by L-BFGS to the moved function; a fit to rounding level on fresh inputs
+      reports the cell as possibly non-maximal. Off by default (one fit compiles per
+      supergroup); without it, closure maximality is reported as not checked.
 
     **Returns:** a [`Report`][taxdl.testing.Report] with one
     [`CellResult`][taxdl.testing.CellResult] per checked cell and kind.
@@ -773,7 +822,7 @@ def check(primitive, n: int | None = None, *, dtype=jnp.float32, examples: int =
         ctx, declared = make_context(
             primitive, n, dtype, examples=examples, batch=batch, samples=samples,
             test_elements=test_elements, alpha=alpha, data_batch=data_batch, key=key,
-            rtol=rtol, atol=atol, members=members)
+            rtol=rtol, atol=atol, members=members, fit_closure=fit_closure)
         dims = [s[-1] for s in ctx.shapes if s]
         report = Report(ctx.name, jnp.dtype(ctx.dtype).name, n if n is not None else
                         (dims[0] if dims else None))

@@ -69,10 +69,12 @@ class MaximalityResult:
     note: str = ""
     declarable: bool = True
     group_family: Any = dataclasses.field(default=None, repr=False)
+    searched: bool = False  # found is None after a search that settled nothing
 
     def __str__(self) -> str:
         if self.found is None:
-            return f"{self.group}: not checked ({self.note})"
+            return f"{self.group}: {'inconclusive' if self.searched else 'not checked'} " \
+                f"({self.note})"
         if not self.found and not self.declarable:
             return f"{self.group}: no counterexample, but {self.note}"
         if self.found:
@@ -185,8 +187,10 @@ def violation_message(prim_name: str, cell: CellResult, ce: Counterexample,
 
 
 def maximality_message(prim_name: str, cell: CellResult) -> str:
-    missing = [m.group for m in cell.maximality if m.found is False and m.declarable]
+    missing = [m for m in cell.maximality if m.found is False and m.declarable]
+    witnesses = "".join(f"\n  {m.group}: {m.note}" for m in missing
+                        if m.note.startswith("witness"))
     return (f"{prim_name}: the {cell.label} declaration may not be maximal: no "
             f"counterexample was found under the immediate supergroup(s) "
-            f"{', '.join(missing)}. Declare the largest group that holds, or check the "
-            "primitive really breaks it.")
+            f"{', '.join(m.group for m in missing)}. Declare the largest group that holds, "
+            "or check the primitive really breaks it." + witnesses)

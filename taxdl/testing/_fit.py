@@ -1,0 +1,90 @@
+"""Witnesses for the closure of a parameterised class under a larger group.
+
+A closure cell says that $g∘f_θ$ (L), $f_θ∘g$ (R) or $g^{-1}∘f_θ∘g$ (E) is again a member
+$f_{θ'}$ of the class. Its maximality cannot be refuted numerically (that would need a
+proof that *no* θ' exists), but it can be contradicted: fitting θ' by least squares and
+finding $f_{θ'}$ equal to the moved function on fresh inputs, to rounding level, is a
+constructive witness that the class is closed under (the sampled elements of) a larger
+group, i.e. that the declared closure group is not maximal. A failed fit proves nothing
+and is reported as such.
+"""
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from ..groups import Element
+from ..taxonomy import Flavour, as_function
+from . import _engine as E
+
+FIT_STEPS = 300     # L-BFGS iterations per fit
+FIT_INPUTS = 64     # inputs the fit sees; as many fresh ones validate it
+
+
+def _moved_targets(f, flavour: Flavour, act_out: bool, acted, ein: Element, eout: Element,
+                   xs: tuple):
+    """The moved function's values on a batch of inputs (one group element)."""
+    if flavour is Flavour.LEFT:
+        fx = jax.vmap(f)(*xs)
+        return jax.vmap(lambda t: E.act_tree(eout, t))(fx) if act_out else fx
+    gx = jax.vmap(lambda *x: E._act_args(ein, x, acted))(*xs)
+    fgx = jax.vmap(f)(*gx)
+    if flavour is Flavour.EQUIVARIANT and act_out:
+        return jax.vmap(lambda t: E.act_tree(eout, t))(fgx)
+    return fgx
+
+
+def _sq(tree):
+    return sum(jnp.sum(jnp.abs(leaf) ** 2) for leaf in jax.tree.leaves(tree))
+
+
+@eqx.filter_jit(**E.JIT_OPTIONS)
+def _fit_one(prim, flavour: Flavour, act_out: bool, acted, ein: Element, eout: Element,
+             x_fit: tuple, x_val: tuple):
+    """Fit θ' so that f_{θ'} matches the moved f_θ on `x_fit`, starting from θ; return
+    the relative residual ‖f_{θ'} − target‖ / ‖target‖ on `x_val`."""
+    params, static = eqx.partition(prim, eqx.is_inexact_array)
+    f = as_function(prim)
+    target_fit = _moved_targets(f, flavour, act_out, acted, ein, eout, x_fit)
+    target_val = _moved_targets(f, flavour, act_out, acted, ein, eout, x_val)
+    scale = _sq(target_fit) + jnp.finfo(jnp.result_type(*jax.tree.leaves(params))).tiny
+
+    def loss(p):
+        g = as_function(eqx.combine(p, static))
+        fx = jax.vmap(g)(*x_fit)
+        return _sq(jax.tree.map(jnp.subtract, fx, target_fit)) / scale
+
+    opt = optax.lbfgs()
+    value_and_grad = optax.value_and_grad_from_state(loss)
+
+    def step(_, carry):
+        p, state = carry
+        value, grad = value_and_grad(p, state=state)
+        updates, state = opt.update(grad, state, p, value=value, grad=grad, value_fn=loss)
+        return optax.apply_updates(p, updates), state
+
+    fitted, _ = jax.lax.fori_loop(0, FIT_STEPS, step, (params, opt.init(params)))
+    g = as_function(eqx.combine(fitted, static))
+    diff = jax.tree.map(jnp.subtract, jax.vmap(g)(*x_val), target_val)
+    rel = jnp.sqrt(_sq(diff) / (_sq(target_val) + jnp.finfo(scale.dtype).tiny))
+    return jnp.where(jnp.isfinite(rel), rel, jnp.inf)
+
+
+def closure_residuals(members, flavour: Flavour, act_out: bool, acted, ein, eout,
+                      seed: int, shapes, dtype) -> np.ndarray:
+    """Per group element (rows of the host arrays `ein`, `eout`; for E, `eout` is the
+    inverse acting on outputs), moving member i mod len(`members`): the relative residual
+    of the best fit found. Inputs are standard Gaussian (a least-squares fit is best
+    conditioned at unit scale)."""
+    rng = np.random.default_rng([seed, 0xF17])
+    x_fit = tuple(jnp.asarray(rng.standard_normal((FIT_INPUTS, *s)), dtype) for s in shapes)
+    x_val = tuple(jnp.asarray(rng.standard_normal((FIT_INPUTS, *s)), dtype) for s in shapes)
+    out = []
+    for i in range(np.asarray(ein.matrix).shape[0]):
+        e_in = Element(jnp.asarray(ein.matrix[i]), jnp.asarray(ein.shift[i]))
+        e_out = Element(jnp.asarray(eout.matrix[i]), jnp.asarray(eout.shift[i]))
+        prim = members[i % len(members)]
+        out.append(float(_fit_one(prim, flavour, act_out, acted, e_in, e_out, x_fit, x_val)))
+    return np.asarray(out)
