@@ -420,6 +420,33 @@ def test_constant_inputs_map_to_beta_under_jit():
             np.testing.assert_array_equal(y, 0.5)
 
 
+def test_instance_norm_equivariance_closure_is_monomial_affine_at_eps_zero():
+    """ε = 0: conjugating InstanceNorm by x ↦ PDx + t gives γ' = P⁻¹γ/|d| and
+    β' = (PD)⁻¹(β − t) (the statistics remove |d| and t per channel), so its class is
+    closed under Sₙ⋉(ℝ×)ⁿ⋉ℝⁿ; checked here in NumPy float64, and by the checker on the
+    declaration (a witness search finds nothing above it). With ε > 0 the cell is Bₙ and
+    no per-channel scaling is reproduced by a fit."""
+    from taxdl.testing import check
+
+    n, r = 5, rng(11)
+    gamma, beta = r.normal(size=n), r.normal(size=n)
+    perm, d, t = r.permutation(n), r.choice([-1, 1], n) * r.uniform(0.3, 3, n), r.normal(size=n)
+    m = np.eye(n)[perm] * d  # x ↦ M x: channel j scaled by d_j, then permuted
+    x = r.normal(size=(4, n))
+    moved = np.linalg.solve(m, (np_group_norm(x @ m.T + t, gamma, beta, n) - t).T).T
+    gamma2 = np.linalg.solve(m, np.diag(gamma) @ m).diagonal() / np.abs(d)
+    beta2 = np.linalg.solve(m, beta - t)
+    np.testing.assert_allclose(moved, np_group_norm(x, gamma2, beta2, n), rtol=1e-10,
+                               atol=1e-12)
+    assert tnn.InstanceNorm(8).taxonomy.cell("closure", "E").name == "S_n⋉(ℝ×)^n⋉ℝ^n"
+    assert tnn.InstanceNorm(8, eps=1e-5).taxonomy.cell("closure", "E").name == "B_n"
+    fast = dict(examples=8, batch=32, generations=("closure",), fit_closure=True)
+    assert check(tnn.InstanceNorm(8), **fast).passed
+    report = check(tnn.InstanceNorm(8, eps=1e-5), **fast)
+    [monomial] = [m for m in report.cell("closure", "E").maximality if m.group == "S_8⋉(ℝ×)^8"]
+    assert monomial.found is None and monomial.searched
+
+
 def test_instance_norm_right_cells_follow_eps():
     # Per-channel statistics: with ε > 0 every per-channel shift is removed (T(n)), and
     # only shifts; the checker confirms the cell and that (ℝ×₊, +λ1) ⊃ +λ1 fails.

@@ -22,6 +22,7 @@ from ...groups import (
     BlockScaleShift,
     Diagonal,
     DiagonalAffine,
+    MonomialAffine,
     Permutation,
     ScaleShift,
     Scaling,
@@ -119,10 +120,15 @@ def _(norm: RMSNorm, flavour, element, group) -> RMSNorm:
 # ============================================================== GroupNorm, InstanceNorm
 def _grouped_taxonomy(n: int, groups: int, eps: float, what: str) -> Taxonomy:
     c = n // groups
+    equi_clo = None
     if c == 1:
         # per-channel statistics remove every per-channel shift (and, with ε = 0, every
-        # positive per-channel scale; γ absorbs the signs); sign flips are harmless
+        # positive per-channel scale; γ absorbs the signs); sign flips are harmless. With
+        # ε = 0, conjugating by a monomial affine map x ↦ PDx + t rescales γ by 1/|d| (the
+        # statistics remove |d| and t before γ, D⁻¹ divides after) and moves β, so the
+        # class is closed under Sₙ⋉(ℝ×)ⁿ⋉ℝⁿ, as BatchNorm's.
         within = SignedPermutation()
+        equi_clo = MonomialAffine() if eps == 0 else None
         right_clo = DiagonalAffine() if eps == 0 else Translations()
         right_alg = DiagonalAffine(positive=True) if eps == 0 else Translations()
     elif groups == 1:
@@ -138,7 +144,7 @@ def _grouped_taxonomy(n: int, groups: int, eps: float, what: str) -> Taxonomy:
         right_alg = (BlockScaleShift(n, c, positive=True) if eps == 0
                      else BlockScaleShift(n, c, scales=False))
     return Taxonomy(
-        closure=(DiagonalAffine(), right_clo, within),
+        closure=(DiagonalAffine(), right_clo, equi_clo or within),
         probabilistic=(None, right_alg, within),
         algebraic=(None, right_alg, None),
         note=(f"{what}: statistics per group of {c} channel(s); at γ = 1 the within-group "
@@ -156,8 +162,11 @@ def _grouped_transport(norm, flavour, element):
                            (jnp.diagonal(m) * norm.gamma, m @ norm.beta + t))
     if flavour is Flavour.RIGHT:  # per-channel signs (one shared sign for aI + λ1)
         return eqx.tree_at(lambda l: l.gamma, norm, jnp.sign(jnp.diagonal(m)) * norm.gamma)
+    # E by x ↦ Mx + t, M = PD monomial (permutations, signs, per-channel scales): the
+    # statistics remove |d_j| from channel j, so γ'_j = (M⁻¹ diag(γ) M)_jj / |d_j|, where
+    # |d_j| is column j's absolute sum (1 for a signed permutation).
     minv = jnp.linalg.inv(m)
-    gamma = jnp.einsum("ij,j,ji->i", minv, norm.gamma, m)
+    gamma = jnp.einsum("ij,j,ji->i", minv, norm.gamma, m) / jnp.sum(jnp.abs(m), axis=0)
     return eqx.tree_at(lambda l: (l.gamma, l.beta), norm, (gamma, minv @ (norm.beta - t)))
 
 
@@ -220,7 +229,10 @@ class InstanceNorm(AbstractNormaliser):
     ε > 0 to every per-channel shift, T(n). Closure: the
     per-channel γ, β absorb every per-channel affine map on the left, and on the right the
     statistics remove per-channel shifts and scales, the signs going into γ (ε = 0):
-    (ℝ×)ⁿ⋉ℝⁿ on both sides (T(n) on the right with ε > 0).
+    (ℝ×)ⁿ⋉ℝⁿ on both sides (T(n) on the right with ε > 0). Closure E with ε = 0: the
+    monomial affine maps Sₙ⋉(ℝ×)ⁿ⋉ℝⁿ, since conjugating by $x \\mapsto PDx + t$ only
+    rescales γ by $1/|d|$ and moves β; with ε > 0, Bₙ (and its translations, which the
+    hierarchy does not name).
 
     **Arguments:** `n` channels, `eps` (≥ 0, default 0), `dtype`. Inputs have shape
     `(*spatial, n)`; the checker uses 4 spatial positions. With no spatial axis every
