@@ -151,13 +151,19 @@ def test_rectangular_residual_is_rejected():
 
 
 def test_incomparable_candidates_are_noted():
-    # Closure L of LayerNorm ∘ Linear: outer-left gives ℝ×,+λ1 (absorbed by γ, β) and
-    # commute-left gives O(n−1) ∩ GL = O(n−1). Both hold; the one containing the
-    # probabilistic cell (O(n−1)) is reported and the other is noted.
+    # Closure L of LayerNorm ∘ Linear (vector γ, β): outer-left gives (ℝ×)ⁿ⋉ℝⁿ (absorbed
+    # by γ, β) and commute-left gives LayerNorm's closure E ∩ Aff = (ℝ×,+λ1) × Sₙ. Both
+    # hold and neither contains the other; the one containing the probabilistic cell
+    # (Sₙ) is reported and the other is noted.
+    t = taxdl.taxonomy(tnn.Sequential([lin(), tnn.LayerNorm(N)]))
+    assert t.cell("closure", "L").name == "ℝ×,+λ1 × S_n"
+    assert t.cell("probabilistic", "L").name == "S_n"
+    assert "closure L also (ℝ×)^n⋉ℝ^n" in t.note
+    # with scalar γ, β the two candidates ℝ×,+λ1 and (ℝ×,+λ1) × O(n−1) are nested: the
+    # larger one is the cell and nothing is noted
     t = taxdl.taxonomy(tnn.Sequential([lin(), tnn.ScalarLayerNorm(N)]))
-    assert t.cell("closure", "L").name == "O(n-1)"
-    assert t.cell("probabilistic", "L").name == "O(n-1)"
-    assert "closure L also ℝ×,+λ1" in t.note
+    assert t.cell("closure", "L").name == "ℝ×,+λ1 × O(n-1)"
+    assert "closure L also" not in t.note
 
 
 def test_data_like_cells_compose_as_their_algebraic_part():

@@ -447,6 +447,30 @@ def test_instance_norm_equivariance_closure_is_monomial_affine_at_eps_zero():
     assert monomial.found is None and monomial.searched
 
 
+def test_layer_norm_equivariance_closure_absorbs_dilations_along_ones():
+    """ε = 0: conjugating LayerNorm by x ↦ aMx + λ1, with M a permutation (vector γ, β)
+    or a reflection fixing 1 (scalar γ, β), gives γ' = diag(M⁻¹diag(γ)M)/|a| and
+    β' = (aM)⁻¹(β − λ1); checked in NumPy float64. The checker verifies the declared
+    cells (ℝ×,+λ1) × Sₙ and (ℝ×,+λ1) × O(n−1) in the conformance table."""
+    n, r = 6, rng(12)
+    a, lam = -2.5, 0.7
+    x = r.normal(size=(5, n))
+    v = r.normal(size=n)
+    v -= v.mean()
+    reflect = np.eye(n) - 2 * np.outer(v, v) / (v @ v)  # orthogonal, fixes 1
+    for mat, gamma, beta in ((np.eye(n)[r.permutation(n)], r.normal(size=n), r.normal(size=n)),
+                             (reflect, 1.7 * np.ones(n), -0.4 * np.ones(n))):
+        g = a * mat
+        moved = np.linalg.solve(g, (np_layer_norm(x @ g.T + lam, gamma, beta) - lam).T).T
+        gamma2 = np.linalg.solve(mat, np.diag(gamma) @ mat).diagonal() / abs(a)
+        beta2 = np.linalg.solve(g, beta - lam)
+        np.testing.assert_allclose(moved, np_layer_norm(x, gamma2, beta2), rtol=1e-10,
+                                   atol=1e-12)
+    assert tnn.LayerNorm(8).taxonomy.cell("closure", "E").name == "ℝ×,+λ1 × S_n"
+    assert tnn.ScalarLayerNorm(8).taxonomy.cell("closure", "E").name == "ℝ×,+λ1 × O(n-1)"
+    assert tnn.LayerNorm(8, eps=1e-5).taxonomy.cell("closure", "E").name == "+λ1 × S_n"
+
+
 def test_instance_norm_right_cells_follow_eps():
     # Per-channel statistics: with ε > 0 every per-channel shift is removed (T(n)), and
     # only shifts; the checker confirms the cell and that (ℝ×₊, +λ1) ⊃ +λ1 fails.

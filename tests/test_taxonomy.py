@@ -37,11 +37,12 @@ TABLE_5_2 = {
     "IsotropicTanh": ["I_n", "I_n", "O(n)", "I_n", "I_n", "O(n)", "I_n", "I_n", "O(n)"],
     # vector γ: Table 5.2's O(n−1) in closure/probabilistic E is refuted by the checker on
     # a generic γ (R⁻¹ diag(γ) R is not diagonal): the class is closed under Sₙ only; on
-    # the left γ ⊙ y + β absorbs any D y + t with D diagonal.
-    "LayerNorm (vector γ,β)": ["(ℝ×)^n⋉ℝ^n", "ℝ×,+λ1", "S_n", "I_n", "ℝ×₊,+λ1", "S_n",
-                               "I_n", "ℝ×₊,+λ1", "I_n"],
-    "LayerNorm (scalar γ,β)": ["ℝ×,+λ1", "ℝ×,+λ1", "O(n-1)", "I_n", "ℝ×₊,+λ1", "O(n-1)",
-                               "I_n", "ℝ×₊,+λ1", "O(n-1)"],
+    # the left γ ⊙ y + β absorbs any D y + t with D diagonal. Both forms' closure E also
+    # absorbs the commuting dilations x ↦ ax + λ1 (γ ↦ γ/|a|, β moves; ε = 0).
+    "LayerNorm (vector γ,β)": ["(ℝ×)^n⋉ℝ^n", "ℝ×,+λ1", "ℝ×,+λ1 × S_n", "I_n", "ℝ×₊,+λ1",
+                               "S_n", "I_n", "ℝ×₊,+λ1", "I_n"],
+    "LayerNorm (scalar γ,β)": ["ℝ×,+λ1", "ℝ×,+λ1", "ℝ×,+λ1 × O(n-1)", "I_n", "ℝ×₊,+λ1",
+                               "O(n-1)", "I_n", "ℝ×₊,+λ1", "O(n-1)"],
 }
 
 
@@ -65,7 +66,7 @@ def test_table_marks_every_departure_from_the_paper():
     """The reference rows agree with Table 5.2 as printed except where the checker refutes
     the paper (vector-γ LayerNorm's E cells), the paper's ℝ× holds only for a > 0, or the
     paper names a subgroup of the verified cell (Composed closure L/R/E, Linear closure and
-    probabilistic E); each departure is marked and footnoted."""
+    probabilistic E, LayerNorm closure E); each departure is marked and footnoted."""
     from taxdl.taxonomy._paper import TABLE_5_2 as PAPER
 
     t = taxdl.table()
@@ -75,14 +76,15 @@ def test_table_marks_every_departure_from_the_paper():
         ("LayerNorm (vector γ,β)", "C-E"), ("LayerNorm (vector γ,β)", "P-E"),
         ("LayerNorm (vector γ,β)", "P-R"), ("LayerNorm (vector γ,β)", "A-R"),
         ("LayerNorm (scalar γ,β)", "P-R"), ("LayerNorm (scalar γ,β)", "A-R"),
+        ("LayerNorm (scalar γ,β)", "C-E"),
         ("Composed", "C-L"), ("Composed", "C-R"), ("Composed", "C-E"),
         ("Linear", "C-L"), ("Linear", "C-R"), ("Linear", "C-E"), ("Linear", "P-E"),
     }
     for name in PAPER:
         assert name in t.names()
     text = str(t)
-    assert "LayerNorm (vector γ,β) C-E: paper O(n-1), here S_n" in text
-    assert "S_n†" in t.to_markdown() and "paper O(n-1)" in t.to_html()
+    assert "LayerNorm (vector γ,β) C-E: paper O(n-1), here ℝ×,+λ1 × S_n" in text
+    assert "ℝ×,+λ1 × S_n†" in t.to_markdown() and "paper O(n-1)" in t.to_html()
 
 
 def test_table_filters():

@@ -404,12 +404,12 @@ def test_closure_under_claim_is_caught_by_a_fitted_witness():
 
 def test_closure_fit_finds_no_witness_for_maximal_declarations():
     """LayerNorm with vector γ, β: no supergroup of its closure cells is reproduced by a
-    fit, O(n−1) included, which only the member at γ = 1 (its initialisation) would
-    absorb; the fits move generic (perturbed) members. The report calls those searches
-    inconclusive, not refutations."""
+    fit, (ℝ×,+λ1) × O(n−1) included, which only the member at γ = 1 (its initialisation)
+    would absorb; the fits move generic (perturbed) members. The report calls those
+    searches inconclusive, not refutations."""
     report = check(tnn.LayerNorm(8), generations=("closure",), fit_closure=True, **FAST)
     searched = {m.group: m for c in report.cells for m in c.maximality}
-    assert "O(7)" in searched and "(ℝ×,+λ1)^2" in searched
+    assert "ℝ×,+λ1 × O(7)" in searched and "(ℝ×,+λ1)^2" in searched
     for m in searched.values():
         assert m.found is None and m.searched and "inconclusive (no witness" in str(m)
     assert report.passed

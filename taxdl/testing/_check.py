@@ -680,6 +680,8 @@ def _closure_witness(ctx: Context, flavour: Flavour, plan: Plan, sup: AbstractGr
     use the generic members (perturbed parameters), element i with member i; otherwise
     nothing is refuted or confirmed (found = None)."""
     leaves = jax.tree.leaves(eqx.filter(ctx.prim, eqx.is_inexact_array))
+    if not leaves:
+        return MaximalityResult(sup.name, None, note="no floating-point parameters to fit")
     if any(jnp.issubdtype(leaf.dtype, jnp.complexfloating) for leaf in leaves):
         return MaximalityResult(sup.name, None, note="no witness search for complex "
                                 "parameters")

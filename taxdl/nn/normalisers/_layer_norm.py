@@ -9,6 +9,7 @@ from ...groups import (
     DiagonalAffine,
     OrthogonalComplement,
     Permutation,
+    Product,
     ScaleShift,
     Translation,
 )
@@ -33,6 +34,10 @@ def _ln_taxonomy(scalar: bool, eps: float) -> Taxonomy:
     # Conjugating diag(γ) by a rotation fixing 1 leaves the vector-γ class (only
     # permutations keep it diagonal), so Table 5.2's O(n−1) holds for scalar γ only.
     equi = OrthogonalComplement() if scalar else Permutation()
+    # The class also absorbs what commutes with those: conjugating by x ↦ a x + λ1
+    # divides γ by |a| and moves β (the statistics remove |a| and λ1 before γ, β; with
+    # ε > 0 only λ1), so closure E is (ℝ×,+λ1) × equi, or +λ1 × equi with ε > 0.
+    equi_clo = Product(right_clo, equi)
     note = "ℝ× on the right holds for a > 0 only (LN(−x) = −x̂ before γ, β)"
     if not scalar:
         note += ("; L: γ ⊙ y + β absorbs every per-coordinate affine map D y + t, so "
@@ -40,8 +45,10 @@ def _ln_taxonomy(scalar: bool, eps: float) -> Taxonomy:
         note += ("; E: Table 5.2 has O(n−1), but R⁻¹ diag(γ) R is not diagonal for a "
                  "generic γ, so the class is closed under Sₙ only (γ = 1 is O(n−1)-"
                  "equivariant, which eq 30 caps at Sₙ)")
+    note += ("; closure E also absorbs x ↦ a x + λ1 (γ ↦ γ/|a|, β moves): "
+             f"{equi_clo.name} (Table 5.2 gives O(n−1))")
     return Taxonomy(
-        closure=(ScaleShift() if scalar else DiagonalAffine(), right_clo, equi),
+        closure=(ScaleShift() if scalar else DiagonalAffine(), right_clo, equi_clo),
         probabilistic=(None, right_alg, equi),
         algebraic=(None, right_alg, OrthogonalComplement() if scalar else None),
         note=note + ("" if eps == 0 else "; ε > 0 breaks scale invariance"),
@@ -56,8 +63,10 @@ class LayerNorm(AbstractNormaliser):
     for vector γ, β every per-coordinate affine map $Dy + t$ ($γ ↦ Dγ$, $β ↦ Dβ + t$):
     the group (ℝ×)ⁿ⋉ℝⁿ, larger than the table's ℝ×, +λ1; R = ℝ×₊, +λ1
     (mean and scale are removed; a negative scale flips the sign, so only ℝ×₊ holds
-    algebraically); E = O(n−1) fixing the all-ones direction for scalar γ, β (closure,
-    probabilistic and algebraic). For vector γ, β the paper's table gives O(n−1) for
+    algebraically); E = O(n−1) fixing the all-ones direction for scalar γ, β
+    (probabilistic and algebraic; the closure also absorbs the dilations along the
+    all-ones direction that commute with it, $x \\mapsto ax + λ\\mathbf 1$, which divide
+    γ by |a| and move β: (ℝ×, +λ1) × O(n−1), or +λ1 × O(n−1) with ε > 0). For vector γ, β the paper's table gives O(n−1) for
     closure and probabilistic E, but conjugating $\\operatorname{diag}(γ)$ by a rotation
     fixing $\\mathbf 1$ leaves the class unless γ ∝ 1, so the true cells are Sₙ (the
     initialisation γ = 1 is O(n−1)-equivariant, but eq 30 caps the probabilistic cell at
@@ -158,9 +167,10 @@ def _(ln: LayerNorm, flavour, element, group) -> LayerNorm:
       $γ \\mapsto Dγ$, $β \\mapsto Dβ + t$.
     - R, $g: x \\mapsto a x + λ\\mathbf 1$: the normalised vector changes by $\\operatorname{sign}
       a$ (ε = 0), absorbed by $γ \\mapsto \\operatorname{sign}(a)γ$.
-    - E, $g = R$ with $R\\mathbf 1 = \\mathbf 1$: $g^{-1}∘f∘g\\,(x) = R^{-1}\\operatorname{diag}(γ)R\\,
-      \\hat x + R^{-1}β$, so $γ \\mapsto \\operatorname{diag}(R^{-1}\\operatorname{diag}(γ)R)$,
-      $β \\mapsto R^{-1}β$. This is exact whenever $R^{-1}\\operatorname{diag}(γ)R$ is diagonal:
+    - E, $g: x \\mapsto aRx + λ\\mathbf 1$ with $R\\mathbf 1 = \\mathbf 1$ (a = 1 with ε > 0):
+      $g^{-1}∘f∘g\\,(x) = |a|^{-1} R^{-1}\\operatorname{diag}(γ)R\\,\\hat x + a^{-1}R^{-1}(β - λ\\mathbf 1)$,
+      so $γ \\mapsto \\operatorname{diag}(R^{-1}\\operatorname{diag}(γ)R)/|a|$,
+      $β \\mapsto g^{-1}β$. This is exact whenever $R^{-1}\\operatorname{diag}(γ)R$ is diagonal:
       for permutations (any γ) and for γ ∝ 1 (any R ∈ O(n−1)); for other pairs the
       conjugated function leaves the class and the returned parameters are only the
       nearest diagonal ones (the closure check then fails, as it must).
@@ -178,11 +188,12 @@ def _(ln: LayerNorm, flavour, element, group) -> LayerNorm:
     if flavour is Flavour.RIGHT:
         return eqx.tree_at(lambda l: l.gamma, ln, jnp.sign(m[0, 0]) * ln.gamma)
     minv = jnp.linalg.inv(m)
+    a = jnp.mean(m @ jnp.ones(m.shape[-1], dtype))  # M 1 = a 1
     if vector:
-        gamma = jnp.einsum("ij,j,ji->i", minv, ln.gamma, m)
+        gamma = jnp.einsum("ij,j,ji->i", minv, ln.gamma, m) / jnp.abs(a)
         beta = minv @ (ln.beta - t)
     else:
-        gamma, beta = ln.gamma, ln.beta - t[0]
+        gamma, beta = ln.gamma / jnp.abs(a), (ln.beta - t[0]) / a
     return eqx.tree_at(lambda l: (l.gamma, l.beta), ln, (gamma, beta))
 
 
