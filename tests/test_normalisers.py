@@ -426,8 +426,9 @@ def test_instance_norm_equivariance_closure_is_monomial_affine_at_eps_zero():
     closed under Sₙ⋉(ℝ×)ⁿ⋉ℝⁿ; checked here in NumPy float64, and by the checker on the
     declaration (a witness search finds nothing above it). With ε > 0 the cell is Bₙ and
     no per-channel scaling is reproduced by a fit."""
-    from taxdl.testing import check
+    from taxdl.testing import assert_maximal, check
 
+    G = taxdl.groups
     n, r = 5, rng(11)
     gamma, beta = r.normal(size=n), r.normal(size=n)
     perm, d, t = r.permutation(n), r.choice([-1, 1], n) * r.uniform(0.3, 3, n), r.normal(size=n)
@@ -440,10 +441,10 @@ def test_instance_norm_equivariance_closure_is_monomial_affine_at_eps_zero():
                                atol=1e-12)
     assert tnn.InstanceNorm(8).taxonomy.cell("closure", "E").name == "S_n⋉(ℝ×)^n⋉ℝ^n"
     assert tnn.InstanceNorm(8, eps=1e-5).taxonomy.cell("closure", "E").name == "B_n"
-    fast = dict(examples=8, batch=32, generations=("closure",), fit_closure=True)
-    assert check(tnn.InstanceNorm(8), **fast).passed
-    report = check(tnn.InstanceNorm(8, eps=1e-5), **fast)
-    [monomial] = [m for m in report.cell("closure", "E").maximality if m.group == "S_8⋉(ℝ×)^8"]
+    assert check(tnn.InstanceNorm(8), examples=8, generations=("closure",)).passed
+    result = assert_maximal(tnn.InstanceNorm(8, eps=1e-5), G.SignedPermutation(8), "E",
+                            generation="closure", examples=8, fit_closure=True)
+    [monomial] = [m for m in result.maximality if m.group == "S_8⋉(ℝ×)^8"]
     assert monomial.found is None and monomial.searched
 
 
@@ -469,6 +470,34 @@ def test_layer_norm_equivariance_closure_absorbs_dilations_along_ones():
     assert tnn.LayerNorm(8).taxonomy.cell("closure", "E").name == "ℝ×,+λ1 × S_n"
     assert tnn.ScalarLayerNorm(8).taxonomy.cell("closure", "E").name == "ℝ×,+λ1 × O(n-1)"
     assert tnn.LayerNorm(8, eps=1e-5).taxonomy.cell("closure", "E").name == "+λ1 × S_n"
+
+
+def test_rms_and_group_norm_equivariance_closures_absorb_commuting_dilations():
+    """ε = 0, NumPy float64: conjugating RMSNorm by aS (S a signed permutation) gives
+    γ' = |S|⁻¹γ/|a|, and GroupNorm by x ↦ aBx + λ1 (B permuting channels within and
+    groups as blocks) gives γ' = B⁻¹γ/|a|, β' = (aB)⁻¹(β − λ1)."""
+    n, r = 6, rng(13)
+    a, lam = -1.8, 0.9
+    x = r.normal(size=(4, n))
+    gamma, beta = r.normal(size=n), r.normal(size=n)
+    signed = np.eye(n)[r.permutation(n)] * r.choice([-1.0, 1.0], n)
+    g = a * signed
+
+    def np_rms(v, gam):
+        return gam * v / np.sqrt(np.mean(v * v, -1, keepdims=True))
+
+    moved = np.linalg.solve(g, np_rms(x @ g.T, gamma).T).T
+    np.testing.assert_allclose(moved, np_rms(x, np.abs(signed).T @ gamma / abs(a)),
+                               rtol=1e-10, atol=1e-12)
+    block = np.kron(np.eye(2)[[1, 0]], np.eye(3)[[2, 0, 1]])  # swap groups, cycle inside
+    g = a * block
+    moved = np.linalg.solve(g, (np_group_norm(x @ g.T + lam, gamma, beta, 2) - lam).T).T
+    np.testing.assert_allclose(
+        moved, np_group_norm(x, block.T @ gamma / abs(a), np.linalg.solve(g, beta - lam), 2),
+        rtol=1e-10, atol=1e-12)
+    assert tnn.RMSNorm(8).taxonomy.cell("closure", "E").name == "ℝ× × B_n"
+    assert tnn.GroupNorm(8, 2).taxonomy.cell("closure", "E").name == "ℝ×,+λ1 × S_4≀S_2"
+    assert tnn.GroupNorm(8, 2, eps=1e-3).taxonomy.cell("closure", "E").name == "+λ1 × S_4≀S_2"
 
 
 def test_instance_norm_right_cells_follow_eps():

@@ -101,15 +101,17 @@ def assert_probabilistic(primitive, group: AbstractGroup, flavour="E", n: int | 
 def assert_maximal(f, group: AbstractGroup, flavour="E", n: int | None = None, *,
                    generation="algebraic", kind: str = "initialisation", dtype=jnp.float32,
                    shapes=None, field: str = "real", examples: int = 50, batch: int = 32,
-                   samples: int = 1024, key=None) -> CellResult:
+                   samples: int = 1024, key=None, fit_closure: bool = False) -> CellResult:
     """Assert that `group` is maximal for the relation: every immediate supergroup in
     the hierarchy yields a counterexample (the relation for `group` itself is not
     re-verified). Raises [`SymmetryViolation`][taxdl.testing.SymmetryViolation] naming
-    the supergroups under which none was found ("declaration may not be maximal")."""
+    the supergroups under which none was found ("declaration may not be maximal").
+    For a closure relation, `fit_closure=True` searches for witnesses as
+    [`check`][taxdl.testing.check] does."""
     gen = generation if isinstance(generation, Generation) else Generation(generation)
     with _x64(dtype):
         ctx = _context(f, n, dtype, shapes, field, examples=examples, batch=batch,
-                       samples=samples, key=key)
+                       samples=samples, key=key, fit_closure=fit_closure)
         flav = E.as_flavour(flavour)
         kind = kind if gen is Generation.PROBABILISTIC else ""
         mode = C._mode(ctx, gen, kind or "initialisation")

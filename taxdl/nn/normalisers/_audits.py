@@ -24,6 +24,7 @@ from ...groups import (
     DiagonalAffine,
     MonomialAffine,
     Permutation,
+    Product,
     ScaleShift,
     Scaling,
     SignedPermutation,
@@ -57,7 +58,8 @@ class RMSNorm(AbstractNormaliser):
     every $\\operatorname{diag}(γ)$ and preserves the RMS: the sign flips ℤ₂ⁿ.
     Closure: γ absorbs every diagonal map on the left ((ℝ×)ⁿ: $D(γ ⊙ y) = (Dγ) ⊙ y$)
     and global sign flips on the right (ℝ×), and
-    conjugation by a signed permutation only permutes γ (Bₙ); a rotation does not keep
+    conjugation by a signed permutation only permutes γ (Bₙ), by a scalar $a$ (ε = 0)
+    only divides it by |a|: ℝ× × Bₙ; a rotation does not keep
     $\\operatorname{diag}(γ)$ diagonal. Probabilistic (γ = 1 point mass): Bₙ, ℝ×₊ (eq 30
     caps the O(n)-equivariance of $\\sqrt n\\,\\hat x$ at the closure group).
 
@@ -76,8 +78,10 @@ class RMSNorm(AbstractNormaliser):
     @property
     def taxonomy(self) -> Taxonomy:
         right = Scaling(positive=True) if self.eps == 0 else None
+        # ε = 0: conjugating by aS (S a signed permutation) also divides γ by |a|
+        equi = Product(Scaling(), SignedPermutation()) if self.eps == 0 else SignedPermutation()
         return Taxonomy(
-            closure=(Diagonal(), Scaling() if self.eps == 0 else None, SignedPermutation()),
+            closure=(Diagonal(), Scaling() if self.eps == 0 else None, equi),
             probabilistic=(None, right, SignedPermutation()),
             algebraic=(None, right, SignFlips()),
             note="γ = 1 is √n x̂ (O(n)-equivariant) but rotations leave the vector-γ class"
@@ -105,7 +109,8 @@ def _(norm: RMSNorm, key) -> RMSNorm:
 @transport.register
 def _(norm: RMSNorm, flavour, element, group) -> RMSNorm:
     """L ($y \\mapsto Dy$, D diagonal): γ ↦ Dγ. R ($x \\mapsto ax$): γ ↦ sign(a)γ. E (signed
-    permutation $S$): γ ↦ |S|⁻¹γ; for other $M$ the nearest diagonal
+    permutation $S$, times a scalar a with ε = 0): γ ↦ |S|⁻¹γ/|a|; for other $M$ the
+    nearest diagonal
     $\\operatorname{diag}(M^{-1}\\operatorname{diag}(γ)M)$ (exact only if that is diagonal)."""
     flavour = Flavour(flavour)
     m = element.matrix.astype(norm.gamma.dtype)
@@ -114,7 +119,9 @@ def _(norm: RMSNorm, flavour, element, group) -> RMSNorm:
     if flavour is Flavour.RIGHT:
         return eqx.tree_at(lambda l: l.gamma, norm, jnp.sign(m[0, 0]) * norm.gamma)
     minv = jnp.linalg.inv(m)
-    return eqx.tree_at(lambda l: l.gamma, norm, jnp.einsum("ij,j,ji->i", minv, norm.gamma, m))
+    # aS: the RMS removes |a| before γ, M⁻¹ divides by a after (column norms are |a|)
+    gamma = jnp.einsum("ij,j,ji->i", minv, norm.gamma, m) / jnp.linalg.norm(m, axis=0)
+    return eqx.tree_at(lambda l: l.gamma, norm, gamma)
 
 
 # ============================================================== GroupNorm, InstanceNorm
@@ -143,6 +150,12 @@ def _grouped_taxonomy(n: int, groups: int, eps: float, what: str) -> Taxonomy:
         right_clo = BlockScaleShift(n, c) if eps == 0 else BlockScaleShift(n, c, scales=False)
         right_alg = (BlockScaleShift(n, c, positive=True) if eps == 0
                      else BlockScaleShift(n, c, scales=False))
+    if equi_clo is None and c > 1:
+        # `within` fixes 1, so the global dilations x ↦ ax + λ1 (+λ1 with ε > 0), which
+        # the statistics remove before γ, β and g⁻¹ undoes after (γ ↦ γ/|a|, β moves),
+        # commute with it. (With several groups a dilation per group, permuted with the
+        # groups, is absorbed too: a group the hierarchy does not name.)
+        equi_clo = Product(ScaleShift() if eps == 0 else Translation(), within)
     return Taxonomy(
         closure=(DiagonalAffine(), right_clo, equi_clo or within),
         probabilistic=(None, right_alg, within),
@@ -182,7 +195,10 @@ class GroupNorm(AbstractNormaliser):
     equivariance only to permutations within each group (Sₙ for one group, Bₙ for one
     channel per group) — at closure and probabilistic level, algebraically trivial for
     a trained γ, β. Closure L: the per-channel γ, β absorb every per-channel affine map
-    ((ℝ×)ⁿ⋉ℝⁿ).
+    ((ℝ×)ⁿ⋉ℝⁿ). Closure E: those permutations fix $\\mathbf 1$, so the dilations
+    $x \\mapsto ax + λ\\mathbf 1$ that the statistics remove (ε = 0; +λ1 with ε > 0)
+    commute with them and only rescale γ and move β: (ℝ×,+λ1) × S_c≀S_G, and with one
+    channel per group every monomial affine map, Sₙ⋉(ℝ×)ⁿ⋉ℝⁿ (Bₙ with ε > 0).
 
     **Arguments:** `n` channels, `groups` (a divisor of n), `eps` (≥ 0, default 0),
     `dtype`. Inputs have shape `(*spatial, n)`.
