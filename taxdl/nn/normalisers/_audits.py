@@ -127,15 +127,10 @@ def _(norm: RMSNorm, flavour, element, group) -> RMSNorm:
 # ============================================================== GroupNorm, InstanceNorm
 def _grouped_taxonomy(n: int, groups: int, eps: float, what: str) -> Taxonomy:
     c = n // groups
-    equi_clo = None
     if c == 1:
         # per-channel statistics remove every per-channel shift (and, with ε = 0, every
-        # positive per-channel scale; γ absorbs the signs); sign flips are harmless. With
-        # ε = 0, conjugating by a monomial affine map x ↦ PDx + t rescales γ by 1/|d| (the
-        # statistics remove |d| and t before γ, D⁻¹ divides after) and moves β, so the
-        # class is closed under Sₙ⋉(ℝ×)ⁿ⋉ℝⁿ, as BatchNorm's.
+        # positive per-channel scale; γ absorbs the signs); sign flips are harmless
         within = SignedPermutation()
-        equi_clo = MonomialAffine() if eps == 0 else None
         right_clo = DiagonalAffine() if eps == 0 else Translations()
         right_alg = DiagonalAffine(positive=True) if eps == 0 else Translations()
     elif groups == 1:
@@ -150,14 +145,17 @@ def _grouped_taxonomy(n: int, groups: int, eps: float, what: str) -> Taxonomy:
         right_clo = BlockScaleShift(n, c) if eps == 0 else BlockScaleShift(n, c, scales=False)
         right_alg = (BlockScaleShift(n, c, positive=True) if eps == 0
                      else BlockScaleShift(n, c, scales=False))
-    if equi_clo is None and c > 1:
-        # `within` fixes 1, so the global dilations x ↦ ax + λ1 (+λ1 with ε > 0), which
-        # the statistics remove before γ, β and g⁻¹ undoes after (γ ↦ γ/|a|, β moves),
-        # commute with it. (With several groups a dilation per group, permuted with the
-        # groups, is absorbed too: a group the hierarchy does not name.)
-        equi_clo = Product(ScaleShift() if eps == 0 else Translation(), within)
+    # Closure E: conjugating by x ↦ Mx + t, with (M, t) a map the statistics remove (the
+    # right closure group) composed with a permutation of `within`, only rescales γ by
+    # the removed scale (the statistics divide it out before γ, g⁻¹ after) and moves β.
+    # The permutations move the per-group maps among the groups, so the two generate
+    # their semidirect product; with one channel per group and ε = 0 that is Sₙ⋉(ℝ×)ⁿ⋉ℝⁿ.
+    if c == 1 and eps == 0:
+        equi_clo = MonomialAffine()
+    else:
+        equi_clo = Product(right_clo, within)
     return Taxonomy(
-        closure=(DiagonalAffine(), right_clo, equi_clo or within),
+        closure=(DiagonalAffine(), right_clo, equi_clo),
         probabilistic=(None, right_alg, within),
         algebraic=(None, right_alg, None),
         note=(f"{what}: statistics per group of {c} channel(s); at γ = 1 the within-group "
@@ -195,10 +193,11 @@ class GroupNorm(AbstractNormaliser):
     equivariance only to permutations within each group (Sₙ for one group, Bₙ for one
     channel per group) — at closure and probabilistic level, algebraically trivial for
     a trained γ, β. Closure L: the per-channel γ, β absorb every per-channel affine map
-    ((ℝ×)ⁿ⋉ℝⁿ). Closure E: those permutations fix $\\mathbf 1$, so the dilations
-    $x \\mapsto ax + λ\\mathbf 1$ that the statistics remove (ε = 0; +λ1 with ε > 0)
-    commute with them and only rescale γ and move β: (ℝ×,+λ1) × S_c≀S_G, and with one
-    channel per group every monomial affine map, Sₙ⋉(ℝ×)ⁿ⋉ℝⁿ (Bₙ with ε > 0).
+    ((ℝ×)ⁿ⋉ℝⁿ). Closure E: a scale and shift per group (ε = 0; a shift per group with
+    ε > 0), which the statistics remove, composed with those permutations, only rescales
+    γ and moves β: the group they generate, (ℝ×,+λ1)^G × S_c≀S_G (the permutations move
+    the per-group maps among the groups), and with one channel per group every monomial
+    affine map, Sₙ⋉(ℝ×)ⁿ⋉ℝⁿ.
 
     **Arguments:** `n` channels, `groups` (a divisor of n), `eps` (≥ 0, default 0),
     `dtype`. Inputs have shape `(*spatial, n)`.
@@ -247,8 +246,8 @@ class InstanceNorm(AbstractNormaliser):
     statistics remove per-channel shifts and scales, the signs going into γ (ε = 0):
     (ℝ×)ⁿ⋉ℝⁿ on both sides (T(n) on the right with ε > 0). Closure E with ε = 0: the
     monomial affine maps Sₙ⋉(ℝ×)ⁿ⋉ℝⁿ, since conjugating by $x \\mapsto PDx + t$ only
-    rescales γ by $1/|d|$ and moves β; with ε > 0, Bₙ (and its translations, which the
-    hierarchy does not name).
+    rescales γ by $1/|d|$ and moves β; with ε > 0, the signed permutations with every
+    translation, T(n) × Bₙ.
 
     **Arguments:** `n` channels, `eps` (≥ 0, default 0), `dtype`. Inputs have shape
     `(*spatial, n)`; the checker uses 4 spatial positions. With no spatial axis every
