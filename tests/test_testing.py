@@ -314,43 +314,6 @@ def test_gaussian_and_haar_inits_are_orthogonally_invariant(init):
 
 
 # ---------------------------------------------------------------- closure cells
-class BadAffine(AbstractLayer):
-    """Negative control: an affine layer whose right transport is wrong (W ↦ W Mᵀ instead
-    of W M)."""
-
-    weight: jax.Array
-    bias: jax.Array
-
-    taxonomy: ClassVar[Taxonomy] = Taxonomy(
-        closure=(GeneralLinear(), GeneralLinear(), GeneralLinear()))
-
-    def __init__(self, n, *, key):
-        self.weight = jax.random.normal(key, (n, n)) / np.sqrt(n)
-        self.bias = jnp.zeros(n)
-
-    def __call__(self, x, *, key=None):
-        return self.weight @ x + self.bias
-
-
-@signature.register
-def _(layer: BadAffine, n=None):
-    return Signature(((layer.weight.shape[1],),))
-
-
-@transport.register
-def _(layer: BadAffine, flavour, element, group):
-    m = element.matrix.astype(layer.weight.dtype)
-    flavour = Flavour(flavour)
-    if flavour is Flavour.LEFT:
-        w, b = m @ layer.weight, m @ layer.bias
-    elif flavour is Flavour.RIGHT:
-        w, b = layer.weight @ m.T, layer.bias  # wrong: should be W M
-    else:
-        minv = jnp.linalg.inv(m)
-        w, b = minv @ layer.weight @ m, minv @ layer.bias
-    return eqx.tree_at(lambda l: (l.weight, l.bias), layer, (w, b))
-
-
 class UnderClaimedAffine(AbstractLayer):
     """An affine layer with the right transport whose closure cells claim GL(n) only:
     Wx + b is closed under Aff(n) in every flavour (the bias absorbs the shifts)."""
@@ -369,6 +332,11 @@ class UnderClaimedAffine(AbstractLayer):
         return self.weight @ x + self.bias
 
 
+class BadAffine(UnderClaimedAffine):
+    """Negative control: the same layer with a wrong right transport (W ↦ W Mᵀ instead
+    of W M)."""
+
+
 @signature.register
 def _(layer: UnderClaimedAffine, n=None):
     return Signature(((layer.weight.shape[1],),))
@@ -377,8 +345,9 @@ def _(layer: UnderClaimedAffine, n=None):
 @transport.register
 def _(layer: UnderClaimedAffine, flavour, element, group):
     m = element.matrix.astype(layer.weight.dtype)
+    right = m.T if isinstance(layer, BadAffine) else m  # BadAffine: wrong, should be W M
     w, b = {Flavour.LEFT: lambda: (m @ layer.weight, m @ layer.bias),
-            Flavour.RIGHT: lambda: (layer.weight @ m, layer.bias),
+            Flavour.RIGHT: lambda: (layer.weight @ right, layer.bias),
             Flavour.EQUIVARIANT: lambda: (jnp.linalg.solve(m, layer.weight @ m),
                                           jnp.linalg.solve(m, layer.bias))}[Flavour(flavour)]()
     return eqx.tree_at(lambda l: (l.weight, l.bias), layer, (w, b))
