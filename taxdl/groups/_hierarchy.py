@@ -156,26 +156,24 @@ def _coarsest_refinements(block: int) -> tuple[int, ...]:
     return tuple(b for b in out if b >= 2)
 
 
-def _split_blocks(n: int | None, block: int, **flags) -> tuple[AbstractGroup, ...]:
-    # In a bound dimension, one scale/shift over blocks of `block` sits inside one per
-    # smaller block (GroupNorm's groups inside LayerNorm's).
-    if n is None:
-        return ()
+def _finer_blocks(n: int | None, block: int, **flags) -> tuple[AbstractGroup, ...]:
+    # One scale/shift over blocks of `block` sits inside one per smaller block (GroupNorm's
+    # groups inside LayerNorm's, whose single block is all n coordinates when n is bound).
     return tuple(BlockScaleShift(n, b, **flags) for b in _coarsest_refinements(block))
 
 
 _register(Translation, lambda g: _bind((ScaleShift(positive=True), Translations()), g.n)
-          + _split_blocks(g.n, g.n or 1, scales=False))
+          + (_finer_blocks(g.n, g.n, scales=False) if g.n else ()))
 _register(ScaleShift, lambda g: _bind(
     (ScaleShift(positive=False), ScaleTranslation(positive=True)) if g.positive
-    else (ScaleTranslation(),), g.n) + _split_blocks(g.n, g.n or 1, positive=g.positive))
+    else (ScaleTranslation(),), g.n)
+    + (_finer_blocks(g.n, g.n, positive=g.positive) if g.n else ()))
 _register(Translations, lambda g: _bind((Euclidean(), ScaleTranslation(positive=True)), g.n))
 _register(BlockScaleShift, lambda g: (
     (BlockScaleShift(g.n, g.block, positive=True), Translations(g.n)) if not g.scales
     else (BlockScaleShift(g.n, g.block), DiagonalAffine(g.n, positive=True)) if g.positive
     else (DiagonalAffine(g.n),))
-    + tuple(BlockScaleShift(g.n, b, positive=g.positive, scales=g.scales)
-            for b in _coarsest_refinements(g.block)))
+    + _finer_blocks(g.n, g.block, positive=g.positive, scales=g.scales))
 _register(BlockPermutation, lambda g: (Permutation(g.n),))
 _register(Euclidean, lambda g: _bind((Affine(),), g.n))
 _register(Affine, lambda g: ())

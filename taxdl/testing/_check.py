@@ -654,12 +654,12 @@ def _falsify(ctx, mode, kind, flavour, plan, sup) -> MaximalityResult:
     if plan.out is not None:
         return MaximalityResult(sup.name, None, note="mismatched representations have no "
                                 "supergroup pairing in the hierarchy")
+    sub = dataclasses.replace(plan, sample=sup, avoid=plan.sample)
     if mode == "closure":
         if ctx.fit_closure:
-            return _closure_witness(ctx, flavour, plan, sup)
+            return _closure_witness(ctx, flavour, sub)
         return MaximalityResult(sup.name, None, note="closure of a parameterised class under "
                                 "a larger group cannot be refuted numerically")
-    sub = dataclasses.replace(plan, sample=sup, avoid=plan.sample)
     if mode == "probabilistic":
         outcome = two_sample(ctx, kind, flavour, sub, "maximality")
         ce = _probabilistic_counterexample(sub, outcome) if outcome.rejected else None
@@ -671,29 +671,28 @@ def _falsify(ctx, mode, kind, flavour, plan, sup) -> MaximalityResult:
 FIT_ELEMENTS = 2
 
 
-def _closure_witness(ctx: Context, flavour: Flavour, plan: Plan, sup: AbstractGroup
-                     ) -> MaximalityResult:
+def _closure_witness(ctx: Context, flavour: Flavour, sub: Plan) -> MaximalityResult:
     """Closure maximality by witness search (`fit_closure=True`): for a few elements g of
-    the supergroup outside the declared group, fit parameters θ' with f_{θ'} equal to the
-    moved function (see `_fit`). A fit to rounding level for every g is a witness that
-    the class is closed under the supergroup too (found = False: not maximal); the fits
-    use the generic members (perturbed parameters), element i with member i; otherwise
-    nothing is refuted or confirmed (found = None)."""
+    the supergroup `sub.sample` outside the declared group `sub.avoid`, fit parameters θ'
+    with f_{θ'} equal to the moved function (see `_fit`). A fit to rounding level for
+    every g is a witness that the class is closed under the supergroup too (found =
+    False: not maximal); the fits use the generic members (perturbed parameters), element
+    i with member i; otherwise nothing is refuted or confirmed (found = None)."""
+    sup = sub.sample
     leaves = jax.tree.leaves(eqx.filter(ctx.prim, eqx.is_inexact_array))
     if not leaves:
         return MaximalityResult(sup.name, None, note="no floating-point parameters to fit")
     if any(jnp.issubdtype(leaf.dtype, jnp.complexfloating) for leaf in leaves):
         return MaximalityResult(sup.name, None, note="no witness search for complex "
                                 "parameters")
-    sub = dataclasses.replace(plan, sample=sup, avoid=plan.sample)
     ein, eout = elements(ctx, sub, _seed(ctx, "fit", flavour.value, sup.name), FIT_ELEMENTS,
                          informative=True)
-    if flavour is Flavour.EQUIVARIANT and plan.act_out:
+    if flavour is Flavour.EQUIVARIANT and sub.act_out:
         eout = _inverse(eout)
     # generic members (perturbed parameters): the relation must hold for every f in the
     # class, and a member at its initialisation can be special (γ = 1 commutes with all)
     members = [prim for _, prim, _ in ctx.members[1:]] or [ctx.prim]
-    res = fit_residuals(members, flavour, plan.act_out, plan.acted, ein, eout,
+    res = fit_residuals(members, flavour, sub.act_out, sub.acted, ein, eout,
                         _seed(ctx, "fit-inputs"), ctx.shapes, ctx.dtype)
     worst, tol = float(np.max(res)), ctx.rho
     if worst <= tol:

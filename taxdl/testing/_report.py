@@ -188,9 +188,8 @@ def violation_message(prim_name: str, cell: CellResult, ce: Counterexample,
 
 def maximality_message(prim_name: str, cell: CellResult) -> str:
     missing = [m for m in cell.maximality if m.found is False and m.declarable]
-    witnesses = "".join(f"\n  {m.group}: {m.note}" for m in missing
-                        if m.note.startswith("witness"))
+    notes = "".join(f"\n  {m.group}: {m.note}" for m in missing if m.note)
     return (f"{prim_name}: the {cell.label} declaration may not be maximal: no "
             f"counterexample was found under the immediate supergroup(s) "
             f"{', '.join(m.group for m in missing)}. Declare the largest group that holds, "
-            "or check the primitive really breaks it." + witnesses)
+            "or check the primitive really breaks it." + notes)

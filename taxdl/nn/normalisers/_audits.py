@@ -118,9 +118,8 @@ def _(norm: RMSNorm, flavour, element, group) -> RMSNorm:
         return eqx.tree_at(lambda l: l.gamma, norm, jnp.diagonal(m) * norm.gamma)
     if flavour is Flavour.RIGHT:
         return eqx.tree_at(lambda l: l.gamma, norm, jnp.sign(m[0, 0]) * norm.gamma)
-    minv = jnp.linalg.inv(m)
-    # aS: the RMS removes |a| before γ, M⁻¹ divides by a after (column norms are |a|)
-    gamma = jnp.einsum("ij,j,ji->i", minv, norm.gamma, m) / jnp.linalg.norm(m, axis=0)
+    # aS: the RMS removes |a| before γ, M⁻¹ divides by a after
+    gamma = F.conjugated_gain(norm.gamma, m, jnp.linalg.inv(m))
     return eqx.tree_at(lambda l: l.gamma, norm, gamma)
 
 
@@ -174,10 +173,9 @@ def _grouped_transport(norm, flavour, element):
     if flavour is Flavour.RIGHT:  # per-channel signs (one shared sign for aI + λ1)
         return eqx.tree_at(lambda l: l.gamma, norm, jnp.sign(jnp.diagonal(m)) * norm.gamma)
     # E by x ↦ Mx + t, M = PD monomial (permutations, signs, per-channel scales): the
-    # statistics remove |d_j| from channel j, so γ'_j = (M⁻¹ diag(γ) M)_jj / |d_j|, where
-    # |d_j| is column j's absolute sum (1 for a signed permutation).
+    # statistics remove |d_j| from channel j
     minv = jnp.linalg.inv(m)
-    gamma = jnp.einsum("ij,j,ji->i", minv, norm.gamma, m) / jnp.sum(jnp.abs(m), axis=0)
+    gamma = F.conjugated_gain(norm.gamma, m, minv)
     return eqx.tree_at(lambda l: (l.gamma, l.beta), norm, (gamma, minv @ (norm.beta - t)))
 
 

@@ -15,6 +15,16 @@ from jaxtyping import Array, Float
 from ..activations._functional import isotropic_tanh
 
 
+def conjugated_gain(gamma: Array, m: Array, minv: Array) -> Array:
+    """The per-coordinate gain γ' of a normaliser $γ \\odot z + β$ conjugated by a map
+    $x \\mapsto Mx + t$ whose statistics it removes: $\\operatorname{diag}(γ') =
+    M^{-1}\\operatorname{diag}(γ)M / s$ with $s_j$ the norm of column j of M, the scale
+    the statistics divide out of coordinate j. Exact when M is a monomial map (a
+    permutation times a diagonal, e.g. aP, PD), or aR with γ ∝ 1; for other M only the
+    nearest diagonal."""
+    return jnp.einsum("ij,j,ji->i", minv, gamma, m) / jnp.linalg.norm(m, axis=0)
+
+
 def _stop_max(x: Array, axis) -> Array:
     """max|x| along `axis` (kept), gradient stopped, 1 where it is 0."""
     m = jax.lax.stop_gradient(jnp.max(jnp.abs(x), axis=axis, keepdims=True))

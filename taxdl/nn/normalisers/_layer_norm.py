@@ -14,7 +14,7 @@ from ...groups import (
     Translation,
 )
 from ._checks import check_eps, check_input, check_n
-from ._functional import layer_norm
+from ._functional import conjugated_gain, layer_norm
 from ...taxonomy import (
     AbstractNormaliser,
     Flavour,
@@ -66,9 +66,10 @@ class LayerNorm(AbstractNormaliser):
     algebraically); E = O(n−1) fixing the all-ones direction for scalar γ, β
     (probabilistic and algebraic; the closure also absorbs the dilations along the
     all-ones direction that commute with it, $x \\mapsto ax + λ\\mathbf 1$, which divide
-    γ by |a| and move β: (ℝ×, +λ1) × O(n−1), or +λ1 × O(n−1) with ε > 0). For vector γ, β the paper's table gives O(n−1) for
-    closure and probabilistic E, but conjugating $\\operatorname{diag}(γ)$ by a rotation
-    fixing $\\mathbf 1$ leaves the class unless γ ∝ 1, so the true cells are Sₙ (the
+    γ by |a| and move β: (ℝ×, +λ1) × O(n−1), or +λ1 × O(n−1) with ε > 0). For vector
+    γ, β the paper's table gives O(n−1) for closure and probabilistic E, but
+    conjugating $\\operatorname{diag}(γ)$ by a rotation fixing $\\mathbf 1$ leaves the
+    class unless γ ∝ 1, so the true cells are Sₙ (the
     initialisation γ = 1 is O(n−1)-equivariant, but eq 30 caps the probabilistic cell at
     the closure). With ε > 0 the scale invariance is lost and the R cells shrink to +λ1.
 
@@ -168,7 +169,8 @@ def _(ln: LayerNorm, flavour, element, group) -> LayerNorm:
     - R, $g: x \\mapsto a x + λ\\mathbf 1$: the normalised vector changes by $\\operatorname{sign}
       a$ (ε = 0), absorbed by $γ \\mapsto \\operatorname{sign}(a)γ$.
     - E, $g: x \\mapsto aRx + λ\\mathbf 1$ with $R\\mathbf 1 = \\mathbf 1$ (a = 1 with ε > 0):
-      $g^{-1}∘f∘g\\,(x) = |a|^{-1} R^{-1}\\operatorname{diag}(γ)R\\,\\hat x + a^{-1}R^{-1}(β - λ\\mathbf 1)$,
+      $g^{-1}∘f∘g\\,(x) = |a|^{-1} R^{-1}\\operatorname{diag}(γ)R\\,\\hat x
+      + a^{-1}R^{-1}(β - λ\\mathbf 1)$,
       so $γ \\mapsto \\operatorname{diag}(R^{-1}\\operatorname{diag}(γ)R)/|a|$,
       $β \\mapsto g^{-1}β$. This is exact whenever $R^{-1}\\operatorname{diag}(γ)R$ is diagonal:
       for permutations (any γ) and for γ ∝ 1 (any R ∈ O(n−1)); for other pairs the
@@ -188,11 +190,11 @@ def _(ln: LayerNorm, flavour, element, group) -> LayerNorm:
     if flavour is Flavour.RIGHT:
         return eqx.tree_at(lambda l: l.gamma, ln, jnp.sign(m[0, 0]) * ln.gamma)
     minv = jnp.linalg.inv(m)
-    a = jnp.mean(m @ jnp.ones(m.shape[-1], dtype))  # M 1 = a 1
     if vector:
-        gamma = jnp.einsum("ij,j,ji->i", minv, ln.gamma, m) / jnp.abs(a)
+        gamma = conjugated_gain(ln.gamma, m, minv)
         beta = minv @ (ln.beta - t)
     else:
+        a = jnp.mean(m @ jnp.ones(m.shape[-1], dtype))  # M 1 = a 1
         gamma, beta = ln.gamma / jnp.abs(a), (ln.beta - t[0]) / a
     return eqx.tree_at(lambda l: (l.gamma, l.beta), ln, (gamma, beta))
 
