@@ -93,13 +93,15 @@ def test_composed_row_of_table_5_2():
 def test_composed_row_matches_the_catalogue_for_relu():
     # Linear then ReLU is exactly the "Composed" row of Table 5.2 (the catalogue's
     # ElementwiseDense); its closure L/E cells include the positive per-unit scalings
-    # that ReLU commutes with (the paper gives Sₙ).
+    # that ReLU commutes with, and its probabilistic E cell the positive scalars (the
+    # zero initial bias keeps it positively homogeneous; the paper gives Sₙ for both).
     relu = getattr(tnn, "ReLU", None)
     if relu is None:
         pytest.skip("ReLU not available")
     seq = tnn.Sequential([lin(), relu()])
     assert cells(seq) == cells(tnn.ElementwiseDense(N, N, key=jax.random.key(0))) == [
-        "S_n⋉(ℝ×₊)^n", "Aff(n)", "S_n⋉(ℝ×₊)^n", "S_n", "O(n)", "S_n", "I_n", "I_n", "I_n"]
+        "S_n⋉(ℝ×₊)^n", "Aff(n)", "S_n⋉(ℝ×₊)^n", "S_n", "O(n)", "ℝ×₊ × S_n", "I_n", "I_n",
+        "I_n"]
 
 
 def test_chain_of_square_maps_intersects_equivariance():
@@ -154,10 +156,11 @@ def test_incomparable_candidates_are_noted():
     # Closure L of LayerNorm ∘ Linear (vector γ, β): outer-left gives (ℝ×)ⁿ⋉ℝⁿ (absorbed
     # by γ, β) and commute-left gives LayerNorm's closure E ∩ Aff = (ℝ×,+λ1) × Sₙ. Both
     # hold and neither contains the other; the one containing the probabilistic cell
-    # (Sₙ) is reported and the other is noted.
+    # (±I × Sₙ: LayerNorm is odd at β = 0 and −W has the law of W) is reported and the
+    # other is noted.
     t = taxdl.taxonomy(tnn.Sequential([lin(), tnn.LayerNorm(N)]))
     assert t.cell("closure", "L").name == "ℝ×,+λ1 × S_n"
-    assert t.cell("probabilistic", "L").name == "S_n"
+    assert t.cell("probabilistic", "L").name == "±I_n × S_n"
     assert "closure L also (ℝ×)^n⋉ℝ^n" in t.note
     # with scalar γ, β the two candidates ℝ×,+λ1 and (ℝ×,+λ1) × O(n−1) are nested: the
     # larger one is the cell and nothing is noted

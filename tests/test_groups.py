@@ -288,13 +288,14 @@ def test_hierarchy_chain_and_partial_order():
     assert not G.is_subgroup(G.Scaling(), G.ScaleShift(positive=True))
     assert G.is_subgroup(G.ConeGroup(cone_dim=4, scalings=False), G.Orthogonal())
     assert not G.is_subgroup(G.ConeGroup(cone_dim=4), G.Orthogonal())
-    assert [s.name for s in G.Permutation(5).supergroups()] == ["D_5", "O(4)",
-                                                                "S_5⋉(ℝ×₊)^5"]
+    assert [s.name for s in G.Permutation(5).supergroups()] == [
+        "D_5", "O(4)", "S_5⋉(ℝ×₊)^5", "ℝ×₊ × S_5", "±I_5 × S_5"]
     assert G.is_subgroup(G.Permutation(), G.PositiveMonomial())
     assert G.is_subgroup(G.Scaling(positive=True), G.PositiveMonomial())
     assert not G.is_subgroup(G.Scaling(), G.PositiveMonomial())
     assert not G.is_subgroup(G.PositiveMonomial(), G.Orthogonal())
-    assert [s.name for s in G.SignedPermutation().supergroups()] == ["O(n)", "S_n⋉(ℝ×)^n"]
+    assert [s.name for s in G.SignedPermutation().supergroups()] == [
+        "O(n)", "S_n⋉(ℝ×)^n", "ℝ×₊ × B_n"]
 
 
 def test_subgroup_relation_matches_sampled_membership():
@@ -386,6 +387,62 @@ def test_cone_group_hyperparameter_errors():
         G.ConeGroup(9, cone_dim=4, shared_axis=True)
     with pytest.raises(ValueError, match="`cone_dim` \\(S\\) must be an integer >= 2"):
         G.ConeGroup(cone_dim=1)
+
+
+def test_scalar_extensions_in_the_hierarchy():
+    """ℝ×₊ × G and {±I} × G lie above each linear group G that lacks them (scalars commute
+    with every linear map); their products stay commuting, and the two scalar groups
+    together are ℝ×."""
+    names = lambda g: [s.name for s in g.supergroups()]  # noqa: E731
+    assert "ℝ×₊ × B_3" in names(G.SignedPermutation(3))
+    assert "±I_3 × B_3" not in names(G.SignedPermutation(3))   # −I ∈ Bₙ
+    assert "ℝ×₊ × SO(3)" in names(G.SpecialOrthogonal(3))
+    assert not any("±I" in s for s in names(G.SpecialOrthogonal(3)))   # O(3) already
+    assert "±I_n × Ψ(D_3)" in names(G.Dihedral(k=3))
+    assert "±I_n × Ψ(D_4)" not in names(G.Dihedral(k=4))   # rotation by π ∈ D₄
+    assert "±I_3 × S_3⋉(ℝ×₊)^3" in names(G.PositiveMonomial(3))
+    # above ℝ×₊ × Sₙ: ℝ× × Sₙ, (ℝ×₊,+λ1) × Sₙ (permutations fix 1), and the products with
+    # Sₙ's own supergroups; never (ℝ×₊)ⁿ × Sₙ, which would not commute
+    above = names(G.Product(G.Scaling(positive=True), G.Permutation(5)))
+    assert above == ["ℝ× × S_5", "ℝ×₊,+λ1 × S_5", "ℝ×₊ × D_5", "ℝ×₊ × O(4)",
+                     "S_5⋉(ℝ×₊)^5"]
+    # in an even dimension {±I} × Sₙ is inside Dₙ; the sign and the positive scalars
+    # together are ℝ×, and ℝ× × H is {±I} × H when H has the positive scalars
+    assert "D_4" in names(G.Product(G.PointReflection(), G.Permutation(4)))
+    from taxdl.groups._hierarchy import simplify_product as simplify
+    both = simplify(G.Product(G.Scaling(positive=True), G.PointReflection(),
+                              G.Permutation(), n=5))
+    assert both.name == "ℝ× × S_5"
+    assert simplify(G.Product(G.Scaling(), G.PositiveMonomial(), n=3)).name == (
+        "±I_3 × S_3⋉(ℝ×₊)^3")
+    for g in (G.Permutation(5), G.SignedPermutation(3), G.OrthogonalComplement(4)):
+        for sup in g.supergroups():
+            assert G.is_subgroup(g, sup) and not G.is_subgroup(sup, g), (g.name, sup.name)
+    # sampled elements of a scalar extension are scalars times elements of the group, and
+    # membership is decided by dividing out |det|^(1/n) (and trying both signs for ±I, ℝ×)
+    pos = G.Product(G.Scaling(positive=True), G.Permutation(5))
+    sign = G.Product(G.PointReflection(), G.Permutation(5))
+    e = pos.sample(KEY, 64)
+    m = np.asarray(e.matrix, np.float64)
+    a = np.abs(m).sum(-1)[:, :1]
+    assert np.all(a > 0) and np.allclose(np.abs(m).sum(-1), a) and not np.allclose(a, 1)
+    assert np.asarray(G.Permutation(5).contains(G.Element(
+        jnp.asarray(m / a[:, :, None], jnp.float32), e.shift))).all()
+    assert np.asarray(pos.contains(e)).all()
+    assert not np.asarray(sign.contains(e)).any()          # scales ≠ ±1
+    flipped = G.Element(-e.matrix, e.shift)
+    assert not np.asarray(pos.contains(flipped)).any()     # negative scalars
+    assert np.asarray(G.Product(G.Scaling(), G.Permutation(5)).contains(flipped)).all()
+    s = sign.sample(KEY, 64)
+    assert np.asarray(sign.contains(s)).all()
+    negative = np.asarray(s.matrix).sum((-2, -1)) < 0
+    assert negative.any() and (~negative).any()
+    np.testing.assert_array_equal(np.asarray(G.Permutation(5).contains(s)), ~negative)
+    b = G.SignedPermutation(5).sample(KEY, 256)             # mixed signs are outside
+    uniform = np.abs(np.asarray(b.matrix).sum((-2, -1))) == 5
+    np.testing.assert_array_equal(np.asarray(sign.contains(b)), uniform)
+    with pytest.raises(NotImplementedError):
+        G.Product(G.Scaling(), G.Diagonal(5)).contains(e)
 
 
 def test_products_in_the_hierarchy():

@@ -141,13 +141,13 @@ def test_bad_arguments_are_named(call, err, match):
 
 
 def test_checker_shows_uniform_initialisers_fail_orthogonal_invariance():
-    """Bₙ is maximal for Glorot-uniform: its supergroups O(n) and the monomials are
-    rejected by the two-sample test (the iid-uniform law is neither rotation- nor
+    """Bₙ is maximal for Glorot-uniform: its supergroups O(n), the monomials and ℝ×₊ × Bₙ
+    are rejected by the two-sample test (the iid-uniform law is neither rotation- nor
     scale-invariant; Haar and Gaussian initialisers pass O(n) in the conformance rows)."""
     from taxdl.testing import check
 
     kw = dict(examples=2, samples=1024, maximality=True, generations=("probabilistic",))
     report = check(tnn.GlorotUniform(), 8, **kw)
     left = next(c for c in report.cells if c.generation == "probabilistic" and c.flavour == "L")
-    assert left.group == "B_n" and [m.found for m in left.maximality] == [True, True]
-    assert [m.group for m in left.maximality] == ["O(8)", "S_8⋉(ℝ×)^8"]
+    assert left.group == "B_n" and [m.found for m in left.maximality] == [True, True, True]
+    assert [m.group for m in left.maximality] == ["O(8)", "S_8⋉(ℝ×)^8", "ℝ×₊ × B_8"]

@@ -469,7 +469,31 @@ def test_layer_norm_equivariance_closure_absorbs_dilations_along_ones():
                                    atol=1e-12)
     assert tnn.LayerNorm(8).taxonomy.cell("closure", "E").name == "ℝ×,+λ1 × S_n"
     assert tnn.ScalarLayerNorm(8).taxonomy.cell("closure", "E").name == "ℝ×,+λ1 × O(n-1)"
-    assert tnn.LayerNorm(8, eps=1e-5).taxonomy.cell("closure", "E").name == "+λ1 × S_n"
+    assert tnn.LayerNorm(8, eps=1e-5).taxonomy.cell("closure", "E").name == (
+        "±I_n × +λ1 × S_n")
+
+
+def test_standardising_normalisers_are_odd():
+    """With any ε ≥ 0 the standardisation is odd: conjugating LayerNorm and GroupNorm by
+    −I maps β to −β (so −I is in closure E, also with ε > 0), and at the initialisation
+    β = 0 the layer itself is odd (probabilistic E ±I × Sₙ, ±I × O(n−1) for scalar γ, β,
+    ±I × S_c≀S_G); NumPy float64."""
+    n, r = 6, rng(21)
+    x = 0.05 * r.normal(size=(5, n))   # variance ~ ε: ε matters
+    gamma, beta = r.normal(size=n), r.normal(size=n)
+    for eps in (0.0, 1e-3):
+        np.testing.assert_allclose(-np_layer_norm(-x, gamma, beta, eps),
+                                   np_layer_norm(x, gamma, -beta, eps), rtol=1e-12)
+        np.testing.assert_allclose(-np_group_norm(-x, gamma, beta, 2, eps),
+                                   np_group_norm(x, gamma, -beta, 2, eps), rtol=1e-12)
+    assert tnn.LayerNorm(8).taxonomy.cell("probabilistic", "E").name == "±I_n × S_n"
+    assert tnn.ScalarLayerNorm(8).taxonomy.cell("probabilistic", "E").name == (
+        "±I_n × O(n-1)")
+    assert tnn.GroupNorm(8, 2).taxonomy.cell("probabilistic", "E").name == "±I_8 × S_4≀S_2"
+    assert tnn.GroupNorm(8, 2, eps=1e-3).taxonomy.cell("closure", "E").name == (
+        "±I_8 × (+λ1)^2 × S_4≀S_2")
+    # with one channel per group, Bₙ already holds −I
+    assert tnn.GroupNorm(8, 8).taxonomy.cell("probabilistic", "E").name == "B_n"
 
 
 def test_rms_and_group_norm_equivariance_closures_absorb_commuting_dilations():
@@ -501,7 +525,7 @@ def test_rms_and_group_norm_equivariance_closures_absorb_commuting_dilations():
     assert tnn.RMSNorm(8).taxonomy.cell("closure", "E").name == "ℝ× × B_n"
     assert tnn.GroupNorm(8, 2).taxonomy.cell("closure", "E").name == "(ℝ×,+λ1)^2 × S_4≀S_2"
     assert tnn.GroupNorm(8, 2, eps=1e-3).taxonomy.cell("closure", "E").name == \
-        "(+λ1)^2 × S_4≀S_2"
+        "±I_8 × (+λ1)^2 × S_4≀S_2"
 
 
 def test_instance_norm_right_cells_follow_eps():
@@ -535,7 +559,8 @@ def test_group_norm_declares_its_per_group_groups():
     assert G.same_group(table.cell("algebraic", "R").group,
                         G.BlockScaleShift(n, 4, positive=True))
     assert G.same_group(table.cell("closure", "R").group, G.BlockScaleShift(n, 4))
-    assert G.same_group(table.cell("probabilistic", "E").group, G.BlockPermutation(n, 4))
+    assert G.same_group(table.cell("probabilistic", "E").group,
+                        G.Product(G.PointReflection(), G.BlockPermutation(n, 4)))
     eps_table = tnn.GroupNorm(n, groups, eps=1e-3).taxonomy
     assert G.same_group(eps_table.cell("algebraic", "R").group,
                         G.BlockScaleShift(n, 4, scales=False))

@@ -110,7 +110,48 @@ def test_tanh_declared_only_permutations_is_not_maximal():
     cell = info.value.cell
     assert cell.status == "not maximal"
     missing = {m.group for m in cell.maximality if m.found is False}
-    assert missing == {"D_8"}  # the immediate supergroup Dₙ ⊂ Bₙ holds too
+    # the immediate supergroups Dₙ ⊂ Bₙ and {±I} × Sₙ (tanh is odd) hold too
+    assert missing == {"D_8", "±I_8 × S_8"}
+
+
+class ShiftedReLUClaimedPermutation(AbstractActivation):
+    """Negative control: relu(x + mean x), declared Sₙ-equivariant. It is also positively
+    homogeneous (ℝ×₊ × Sₙ), which no per-coordinate scaling, sign flip or rotation fixing
+    1 preserves: only the scalar extension of Sₙ exposes the under-claim."""
+
+    taxonomy: ClassVar[Taxonomy] = _equivariant(Permutation())
+
+    def __call__(self, x, *, key=None):
+        return jax.nn.relu(x + jnp.mean(x))
+
+
+class OddShiftedTanhClaimedPermutation(AbstractActivation):
+    """Negative control: tanh(x + mean x), declared Sₙ-equivariant. It is odd
+    ({±I} × Sₙ), and in an odd dimension −I is not in Dₙ: only {±I} × Sₙ exposes the
+    under-claim."""
+
+    taxonomy: ClassVar[Taxonomy] = _equivariant(Permutation())
+
+    def __call__(self, x, *, key=None):
+        return jnp.tanh(x + jnp.mean(x))
+
+
+@pytest.mark.parametrize("prim, n, holds", [
+    (ShiftedReLUClaimedPermutation(), 6, "ℝ×₊ × S_6"),
+    (OddShiftedTanhClaimedPermutation(), 5, "±I_5 × S_5"),
+], ids=["positively-homogeneous", "odd"])
+def test_under_claim_below_a_scalar_extension_is_caught(prim, n, holds):
+    with pytest.raises(SymmetryViolation, match="may not be maximal") as info:
+        check(prim, n=n, **FAST)
+    cell = info.value.cell
+    assert {m.group for m in cell.maximality if m.found is False} == {holds}
+    # ...and the declared group with the scalars added is maximal
+    ext = holds.split(" × ")[0]
+    group = Product(Scaling(positive=True) if ext == "ℝ×₊" else PointReflection(),
+                    Permutation())
+    assert_algebraic(prim, group, "E", n=n, **FAST)
+    result = assert_maximal(prim, group, "E", n=n, **FAST)
+    assert result.maximality and all(m.found for m in result.maximality)
 
 
 def test_maximality_in_dimension_one_tests_past_coinciding_supergroups():
@@ -128,7 +169,8 @@ def test_maximality_in_dimension_one_tests_past_coinciding_supergroups():
     # and an under-claim in dimension one is still caught (tanh is odd: B₁ holds)
     with pytest.raises(SymmetryViolation, match="may not be maximal") as info:
         check(TanhClaimedPermutation(), n=1, **FAST)
-    assert {m.group for m in info.value.cell.maximality if m.found is False} == {"B_1"}
+    assert {m.group for m in info.value.cell.maximality if m.found is False} == {
+        "B_1", "±I_1 × S_1"}
 
 
 def test_check_inside_a_users_given_test():
@@ -302,7 +344,8 @@ def test_maximality_probe_uses_elements_outside_the_declared_group(seed):
     assert_probabilistic(init, EvenSignedPermutation(), "L", n=2, key=jax.random.key(seed))
     result = assert_maximal(init, EvenSignedPermutation(), "L", n=2,
                             generation="probabilistic", key=jax.random.key(seed))
-    assert [m.group for m in result.maximality] == ["B_2"]
+    assert [m.group for m in result.maximality] == ["B_2", "ℝ×₊ × D_2"]
+    assert all(m.found for m in result.maximality)
 
 
 @pytest.mark.parametrize("init", [tnn.IsotropicNormal(), tnn.HaarOrthogonal()],

@@ -47,7 +47,7 @@ from ._base import (
 )
 from ._affine import AbstractTranslationExtension, Affine
 from ._complex import PermutationPhase, Unitary
-from ._hierarchy import _bind, immediate_supergroups
+from ._hierarchy import _bind, _times_scalars, immediate_supergroups
 from ._real import GeneralLinear, Orthogonal
 from ._structured import (
     check_cone_dim,
@@ -245,7 +245,8 @@ class RotatedConeGroup(AbstractNoncompactGroup):
 
 
 # ------------------------------------------------------------------ hierarchy rules
-immediate_supergroups.register(PositiveMonomial)(lambda g: _bind((Monomial(),), g.n))
+immediate_supergroups.register(PositiveMonomial)(
+    lambda g: _bind((Monomial(),), g.n) + _times_scalars(g, positive=False))
 immediate_supergroups.register(Monomial)(lambda g: _bind((GeneralLinear(), MonomialAffine()),
                                                          g.n))
 immediate_supergroups.register(MonomialAffine)(lambda g: _bind((Affine(),), g.n))

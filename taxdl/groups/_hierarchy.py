@@ -24,8 +24,14 @@ Hierarchy on one layer's ℝⁿ (DESIGN §1):
     cone isometries ⊂ cone group (with scalings) ⊂ GL(n),  cone isometries ⊂ O(n),
     Sₙ×U(1) ⊂ U(n),  SU(2) ⊂ U(2).
 
+Scalars commute with every linear map, so a linear group G without them sits inside
+ℝ×₊ × G and {±I} × G (maps homogeneous of degree one, or odd, on top of G): for Sₙ, S_c≀S_G,
+Dₙ, Bₙ, ℤ₂ⁿ, SO(n), O(n−1), Ψ, O(1, n−1) and Sₙ⋉(ℝ×₊)ⁿ, whichever of the two G lacks.
+
 Commuting products G₁ × G₂ contain each factor; their immediate supergroups replace one
-factor by one of its immediate supergroups (after dropping factors absorbed by others).
+factor by one of its immediate supergroups (after dropping factors absorbed by others). A
+scalar factor (ℝ×₊ or {±I}) is only replaced by ℝ×, or by (ℝ×₊,+λ1) when every other
+factor fixes 1, so that the products stay commuting; ℝ×₊ and {±I} together are ℝ×.
 """
 
 import functools as ft
@@ -115,15 +121,33 @@ def _point_reflection_supergroups(g: PointReflection) -> tuple[AbstractGroup, ..
 
 
 _register(PointReflection, _point_reflection_supergroups)
-_register(SignFlips, lambda g: _bind((SignedPermutation(), Diagonal()), g.n))
+
+
+def _times_scalars(g: AbstractGroup, positive: bool = True, sign: bool = True
+                   ) -> tuple[AbstractGroup, ...]:
+    """ℝ×₊ × g (`positive`) and {±I} × g (`sign`): the scalar extensions of a linear group
+    that lacks them."""
+    scalars = ((Scaling(positive=True),) if positive else ()) + (
+        (PointReflection(),) if sign else ())
+    return tuple(Product(s, g, n=g.n) for s in scalars)
+
+
+_register(SignFlips, lambda g: _bind((SignedPermutation(), Diagonal()), g.n)
+          + _times_scalars(g, sign=False))
 _register(Permutation, lambda g: _bind(
-    (EvenSignedPermutation(), OrthogonalComplement(), _extra("PositiveMonomial")), g.n))
-_register(EvenSignedPermutation, lambda g: _bind((SignedPermutation(),), g.n))
-_register(SignedPermutation, lambda g: _bind((Orthogonal(), _extra("Monomial")), g.n))
-_register(SpecialOrthogonal, lambda g: _bind((Orthogonal(),), g.n))
-_register(Simplex, lambda g: _bind((Orthogonal(),), g.n))
-_register(Dihedral, lambda g: _bind((Orthogonal(),), 2 if g.n is not None else None))
-_register(OrthogonalComplement, lambda g: _bind((Orthogonal(),), g.n))
+    (EvenSignedPermutation(), OrthogonalComplement(), _extra("PositiveMonomial")), g.n)
+    + _times_scalars(g))
+_register(BlockPermutation, lambda g: (Permutation(g.n),) + _times_scalars(g))
+_register(EvenSignedPermutation, lambda g: _bind((SignedPermutation(),), g.n)
+          + _times_scalars(g, sign=False))
+_register(SignedPermutation, lambda g: _bind((Orthogonal(), _extra("Monomial")), g.n)
+          + _times_scalars(g, sign=False))
+_register(SpecialOrthogonal, lambda g: _bind((Orthogonal(),), g.n)
+          + _times_scalars(g, sign=False))   # {±I} × SO(n) is O(n) (n odd) or SO(n)
+_register(Simplex, lambda g: _bind((Orthogonal(),), g.n) + _times_scalars(g))
+_register(Dihedral, lambda g: _bind((Orthogonal(),), 2 if g.n is not None else None)
+          + _times_scalars(g, sign=g.k % 2 == 1))   # rotation by π ∈ D_k iff k is even
+_register(OrthogonalComplement, lambda g: _bind((Orthogonal(),), g.n) + _times_scalars(g))
 _register(Orthogonal, lambda g: _bind((ConformalLinear(), Euclidean()), g.n))
 _register(ConformalLinear, lambda g: _bind((GeneralLinear(),), g.n))
 _register(GeneralLinear, lambda g: _bind((Affine(),), g.n))
@@ -174,14 +198,14 @@ _register(BlockScaleShift, lambda g: (
     else (BlockScaleShift(g.n, g.block), DiagonalAffine(g.n, positive=True)) if g.positive
     else (DiagonalAffine(g.n),))
     + _finer_blocks(g.n, g.block, positive=g.positive, scales=g.scales))
-_register(BlockPermutation, lambda g: (Permutation(g.n),))
 _register(Euclidean, lambda g: _bind((Affine(),), g.n))
 _register(Affine, lambda g: ())
 _register(ConeGroup, lambda g: (
     (ConeGroup(g.n, g.cone_dim, True, g.shared_axis, g.layout),)
     + _bind((Orthogonal(),), g.n) if not g.scalings
     else _bind((GeneralLinear(),), g.n)))
-_register(Lorentz, lambda g: _bind((GeneralLinear(),), g.n))
+_register(Lorentz, lambda g: _bind((GeneralLinear(),), g.n)
+          + _times_scalars(g, sign=False))
 _register(PermutationPhase, lambda g: _bind((Unitary(),), g.n))
 _register(Unitary, lambda g: ())
 _register(SU2, lambda g: (Unitary(2),) if g.rep == "standard" else (Orthogonal(3),))
@@ -202,7 +226,21 @@ def simplify_product(group: AbstractGroup) -> AbstractGroup:
     a single remaining factor is returned as itself."""
     if not isinstance(group, Product):
         return group
-    factors = [simplify_product(f) for f in group.factors if not isinstance(f, Trivial)]
+    factors = []
+    for f in group.factors:
+        f = simplify_product(f)
+        factors += list(f.factors) if isinstance(f, Product) else [f]
+    factors = [f for f in factors if not isinstance(f, Trivial)]
+    if (any(isinstance(f, PointReflection) for f in factors)
+            and any(isinstance(f, Scaling) and f.positive for f in factors)):
+        # ℝ×₊ × {±I} = ℝ×
+        factors = [Scaling() if isinstance(f, Scaling) else f for f in factors
+                   if not isinstance(f, PointReflection)]
+    if (any(isinstance(f, Scaling) and not f.positive for f in factors)
+            and any(not isinstance(f, Scaling) and is_subgroup(Scaling(positive=True), f)
+                    for f in factors)):
+        # ℝ× × H = {±I} × H when ℝ×₊ ⊂ H
+        factors = [PointReflection() if isinstance(f, Scaling) else f for f in factors]
     if (len(factors) == 2 and {type(f) for f in factors} == {Scaling, Orthogonal}):
         return ConformalLinear(group.n)   # ℝ×·O(n) = ℝ×₊·O(n) (−I is orthogonal)
     kept = []
@@ -227,7 +265,10 @@ def _product_supergroups(g: Product) -> tuple[AbstractGroup, ...]:
         return immediate_supergroups(here)
     out, seen = [], {_family(here)}
     for i, factor in enumerate(here.factors):
+        others = here.factors[:i] + here.factors[i + 1:]
         for sup in immediate_supergroups(factor):
+            if not _commutes_in_place_of(factor, sup, others):
+                continue
             factors = list(here.factors)
             factors[i] = sup
             candidate = simplify_product(Product(*factors, n=here.n))
@@ -236,6 +277,19 @@ def _product_supergroups(g: Product) -> tuple[AbstractGroup, ...]:
                 seen.add(key)
                 out.append(candidate)
     return tuple(out)
+
+
+def _commutes_in_place_of(factor, sup, others) -> bool:
+    """Whether `sup` may replace the scalar factor `factor` (ℝ×₊ or {±I}) of a product:
+    ℝ× always; (ℝ×₊,+λ1) when the other factors fix 1 (they lie in O(n−1)); nothing else
+    (it would not commute with them). Factors other than ℝ×₊ and {±I} are unrestricted."""
+    central = isinstance(factor, PointReflection) or (
+        isinstance(factor, Scaling) and factor.positive)
+    if not central or (isinstance(sup, Scaling) and not sup.positive):
+        return True
+    if isinstance(sup, ScaleShift):
+        return all(is_subgroup(o, OrthogonalComplement()) for o in others)
+    return False
 
 
 _register(Product, _product_supergroups)
@@ -276,12 +330,15 @@ def is_subgroup(a: AbstractGroup, b: AbstractGroup) -> bool:
         return False
     if isinstance(b, Product) and any(is_subgroup(a, h) for h in b.factors):
         return True
+    # Walk the single families above `a` (a product above it, such as ℝ×₊ × a, is
+    # handled by the factor rules above; walking through it would recurse through
+    # `simplify_product`).
     seen = set()
     frontier = list(immediate_supergroups(a))
     while frontier:
         g = frontier.pop()
         key = _family(g)
-        if key in seen:
+        if key in seen or isinstance(g, Product):
             continue
         seen.add(key)
         if same_group(g, b):

@@ -25,7 +25,7 @@ from ._base import (
     work_dtype,
     zero_shift,
 )
-from ._real import ones_complement_basis
+from ._real import PointReflection, Scaling, ones_complement_basis
 
 
 # ============================================================== Ψ: finite rotation groups
@@ -186,8 +186,10 @@ class Product(AbstractGroup):
     an element is $g_1 \\circ g_2 \\circ \\dots$ with each factor sampled independently
     (exact Haar when the factors commute and are compact).
 
-    Membership is decided by the factors' own `contains` only for the products with a
-    dedicated rule (see `Product.contains`); otherwise `NotImplementedError`.
+    Membership is decided for a scalar extension of a group of isometries, ℝ×₊ × H,
+    ℝ× × H or {±I} × H with H compact: $M$ belongs when $M/a$ or $-M/a$ (as the scalar
+    factor allows) lies in H, with $a = |\\det M|^{1/n}$ (H's elements have
+    $|\\det| = 1$); for other products `contains` raises `NotImplementedError`.
     """
 
     factors: tuple[AbstractGroup, ...]
@@ -228,10 +230,27 @@ class Product(AbstractGroup):
         return e
 
     def _contains(self, element, atol):
-        raise NotImplementedError(
-            f"membership in the product {self.name} is not decidable from its factors; "
-            "check membership of the factor elements instead."
-        )
+        scalars = [f for f in self.factors if isinstance(f, (Scaling, PointReflection))]
+        rest = [f for f in self.factors if not isinstance(f, (Scaling, PointReflection))]
+        if len(scalars) != 1 or len(rest) != 1 or not rest[0].compact:
+            raise NotImplementedError(
+                f"membership in the product {self.name} is not decidable from its factors; "
+                "check membership of the factor elements instead."
+            )
+        scalar, group = scalars[0], rest[0]
+        m = element.matrix
+        if isinstance(scalar, PointReflection):
+            a = jnp.ones(m.shape[:-2], m.dtype)
+        else:
+            _, logdet = jnp.linalg.slogdet(m)
+            a = jnp.exp(logdet / m.shape[-1])
+        signs = (1.0,) if isinstance(scalar, Scaling) and scalar.positive else (1.0, -1.0)
+        inside = jnp.zeros(m.shape[:-2], bool)
+        for sign in signs:
+            c = (sign * a)[..., None]
+            inside = inside | group.contains(
+                Element(m / c[..., None], element.shift / c), atol)
+        return inside & (a > atol)
 
 
 # ============================================================== CoLU cone group

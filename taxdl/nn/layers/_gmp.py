@@ -18,6 +18,8 @@ from ...groups import (
     Monomial,
     Orthogonal,
     Permutation,
+    Product,
+    Scaling,
     SignedPermutation,
     Translations,
 )
@@ -81,10 +83,13 @@ def _gmp_taxonomy(homogeneous: bool, odd: bool, shifts: bool = True) -> Taxonomy
         right = Affine() if homogeneous else Euclidean()
     else:
         right = GeneralLinear() if homogeneous else Orthogonal()
+    # At the initialisation λ = 0, r = 1, a positively homogeneous σ makes the layer
+    # positively homogeneous: a⁻¹ f(a x) = f(x) for a > 0, so ℝ×₊ joins E in law.
+    units_e = Product(Scaling(positive=True), units) if homogeneous else units
     return Taxonomy(
         closure=(Monomial(), right,
                  Monomial() if homogeneous else SignedPermutation()),
-        probabilistic=(units, Orthogonal(), units),
+        probabilistic=(units, Orthogonal(), units_e),
         note=("closure L: a permutation of units with per-unit scalings d ≠ 0 is absorbed by "
               "r ↦ d r (r is a free real): Sₙ⋉(ℝ×)ⁿ; R: uᵀM = c·u′ with c > 0 is absorbed by "
               "r ↦ cr, λ ↦ λ/c " + ("(σ positively homogeneous: GL; E: the monomials)"
@@ -95,7 +100,9 @@ def _gmp_taxonomy(homogeneous: bool, odd: bool, shifts: bool = True) -> Taxonomy
                  "E(n))" if shifts else "")
               + "; P: directions uniform on the sphere, λ = 0, r = 1 (Remark 3.5); "
               + ("σ odd: −σ(uᵀx) = σ(−uᵀx), so output sign flips keep the law (Bₙ)" if odd
-                 else "r = 1 fixes the output signs (Sₙ)")),
+                 else "r = 1 fixes the output signs (Sₙ)")
+              + ("; E in law also has ℝ×₊: with λ = 0 a positively homogeneous σ makes "
+                 "the layer positively homogeneous" if homogeneous else "")),
     )
 
 
@@ -165,7 +172,9 @@ class GmPLinear(AbstractLayer):
     for positively homogeneous σ, else Bₙ. Probabilistically
     Sₙ / O(n) / Sₙ (iid units with uniform directions; r = 1 rules out sign flips), or
     Bₙ / O(n) / Bₙ for an odd σ (a sign flip of a unit's output equals a flip of its
-    uniformly distributed direction). Algebraically trivial.
+    uniformly distributed direction); for a positively homogeneous σ the E cell is
+    ℝ×₊ × Sₙ (ℝ×₊ × Bₙ if σ is also odd): at λ = 0 the layer is positively homogeneous.
+    Algebraically trivial.
 
     **Arguments:**
 
@@ -317,8 +326,8 @@ class GmPConv(AbstractLayer):
     **Symmetry** (the group acting on channels, at every pixel): as `GmPLinear`: closure
     Sₙ⋉(ℝ×)ⁿ / Aff (E(n) for σ not positively homogeneous) / Sₙ⋉(ℝ×)ⁿ (Bₙ), with GL (O(n))
     on the right instead when the convolution pads (the zero padding does not move with a
-    translation of the channels), probabilistic Sₙ / O(n) / Sₙ
-    (Bₙ / O(n) / Bₙ for odd σ), algebraic trivial. (The checker sees it channels-last
+    translation of the channels), probabilistic Sₙ / O(n) / ℝ×₊ × Sₙ (Bₙ / O(n) / Bₙ for
+    odd σ; no ℝ×₊ when σ is not positively homogeneous), algebraic trivial. (The checker sees it channels-last
     through the `as_function` hook.)
 
     **Arguments:**

@@ -8,7 +8,15 @@ import jax.numpy as jnp
 from jax import named_scope
 from jaxtyping import Array, Float, PRNGKeyArray
 
-from ...groups import Affine, ConformalLinear, Orthogonal, Permutation, PositiveMonomial
+from ...groups import (
+    Affine,
+    ConformalLinear,
+    Orthogonal,
+    Permutation,
+    PositiveMonomial,
+    Product,
+    Scaling,
+)
 from ...taxonomy import (
     AbstractLayer,
     Flavour,
@@ -129,8 +137,10 @@ class ElementwiseDense(AbstractLayer):
     permutations with positive per-unit scalings $PD$ are absorbed, $PD\\,\\mathrm{ReLU}(Wx
     + b) = \\mathrm{ReLU}(PDWx + PDb)$ (ReLU is positively homogeneous; the paper's Table 5.2
     gives Sₙ); input maps $x ↦ Ax + t$ by $W ↦ WA$, $b ↦ Wt + b$ (the paper gives GL).
-    Probabilistically Sₙ / O(n) / Sₙ under the
-    Gaussian initialisation; algebraically trivial.
+    Probabilistically Sₙ / O(n) / ℝ×₊ × Sₙ under the Gaussian initialisation: with the
+    zero bias, $a^{-1}\\mathrm{ReLU}(W a x) = \\mathrm{ReLU}(Wx)$ for $a > 0$, so
+    conjugation also admits the positive scalars (Table 5.2 gives Sₙ); algebraically
+    trivial.
     """
 
     weight: Float[Array, "out in"]
@@ -140,10 +150,13 @@ class ElementwiseDense(AbstractLayer):
 
     taxonomy: ClassVar[Taxonomy] = Taxonomy(
         closure=(PositiveMonomial(), Affine(), PositiveMonomial()),
-        probabilistic=(Permutation(), Orthogonal(), Permutation()),
+        probabilistic=(Permutation(), Orthogonal(),
+                       Product(Scaling(positive=True), Permutation())),
         note="closure L/E: ReLU is positively homogeneous, so positive per-unit scalings are "
              "absorbed as well as permutations (Table 5.2 gives Sₙ); closure R: the bias "
-             "absorbs input translations, so Aff(n) (Table 5.2 gives GL(n))",
+             "absorbs input translations, so Aff(n) (Table 5.2 gives GL(n)); probabilistic "
+             "E: the zero initial bias keeps the layer positively homogeneous, so ℝ×₊ × Sₙ "
+             "(Table 5.2 gives Sₙ)",
     )
 
     def __init__(self, in_features: int, out_features: int, *, key: PRNGKeyArray,

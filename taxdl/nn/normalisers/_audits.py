@@ -24,6 +24,7 @@ from ...groups import (
     DiagonalAffine,
     MonomialAffine,
     Permutation,
+    PointReflection,
     Product,
     ScaleShift,
     Scaling,
@@ -149,13 +150,19 @@ def _grouped_taxonomy(n: int, groups: int, eps: float, what: str) -> Taxonomy:
     # the removed scale (the statistics divide it out before γ, g⁻¹ after) and moves β.
     # The permutations move the per-group maps among the groups, so the two generate
     # their semidirect product; with one channel per group and ε = 0 that is Sₙ⋉(ℝ×)ⁿ⋉ℝⁿ.
+    # The standardisation is odd: at β = 0 (the initialisation) −I joins E in law, and in
+    # closure it maps β ↦ −β (already inside when the right group has ℝ× or Bₙ is there).
+    odd = c > 1
     if c == 1 and eps == 0:
         equi_clo = MonomialAffine()
+    elif odd and eps > 0:
+        equi_clo = Product(PointReflection(), right_clo, within)
     else:
         equi_clo = Product(right_clo, within)
+    equi_law = Product(PointReflection(), within) if odd else within
     return Taxonomy(
         closure=(DiagonalAffine(), right_clo, equi_clo),
-        probabilistic=(None, right_alg, within),
+        probabilistic=(None, right_alg, equi_law),
         algebraic=(None, right_alg, None),
         note=(f"{what}: statistics per group of {c} channel(s); at γ = 1 the within-group "
               "O(c−1) holds in law but leaves the vector-γ class"
@@ -195,7 +202,10 @@ class GroupNorm(AbstractNormaliser):
     ε > 0), which the statistics remove, composed with those permutations, only rescales
     γ and moves β: the group they generate, (ℝ×,+λ1)^G × S_c≀S_G (the permutations move
     the per-group maps among the groups), and with one channel per group every monomial
-    affine map, Sₙ⋉(ℝ×)ⁿ⋉ℝⁿ.
+    affine map, Sₙ⋉(ℝ×)ⁿ⋉ℝⁿ. The standardisation is odd, so −I also belongs to E: in law
+    at the initialisation β = 0 (±I × S_c≀S_G, ±I × Sₙ for one group) and, mapping β to
+    −β, in closure with ε > 0 (±I × (+λ1)^G × S_c≀S_G; with ε = 0 the ℝ× of each group
+    contains it). With one channel per group Bₙ already contains −I.
 
     **Arguments:** `n` channels, `groups` (a divisor of n), `eps` (≥ 0, default 0),
     `dtype`. Inputs have shape `(*spatial, n)`.

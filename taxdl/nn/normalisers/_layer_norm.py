@@ -9,6 +9,7 @@ from ...groups import (
     DiagonalAffine,
     OrthogonalComplement,
     Permutation,
+    PointReflection,
     Product,
     ScaleShift,
     Translation,
@@ -37,7 +38,11 @@ def _ln_taxonomy(scalar: bool, eps: float) -> Taxonomy:
     # The class also absorbs what commutes with those: conjugating by x ↦ a x + λ1
     # divides γ by |a| and moves β (the statistics remove |a| and λ1 before γ, β; with
     # ε > 0 only λ1), so closure E is (ℝ×,+λ1) × equi, or +λ1 × equi with ε > 0.
-    equi_clo = Product(right_clo, equi)
+    # The standardisation is odd, so at β = 0 (the initialisation) so is the layer: −I
+    # joins E in law, and in closure it maps β ↦ −β (with ε = 0 it is already in ℝ×).
+    equi_law = Product(PointReflection(), equi)
+    equi_clo = Product(right_clo, equi) if eps == 0 else Product(
+        PointReflection(), right_clo, equi)
     note = "ℝ× on the right holds for a > 0 only (LN(−x) = −x̂ before γ, β)"
     if not scalar:
         note += ("; L: γ ⊙ y + β absorbs every per-coordinate affine map D y + t, so "
@@ -47,9 +52,11 @@ def _ln_taxonomy(scalar: bool, eps: float) -> Taxonomy:
                  "equivariant, which eq 30 caps at Sₙ)")
     note += ("; closure E also absorbs x ↦ a x + λ1 (γ ↦ γ/|a|, β moves): "
              f"{equi_clo.name} (Table 5.2 gives O(n−1))")
+    note += ("; probabilistic E: the layer is odd at its initialisation (β = 0), "
+             f"{equi_law.name} (Table 5.2 gives O(n−1))")
     return Taxonomy(
         closure=(ScaleShift() if scalar else DiagonalAffine(), right_clo, equi_clo),
-        probabilistic=(None, right_alg, equi),
+        probabilistic=(None, right_alg, equi_law),
         algebraic=(None, right_alg, OrthogonalComplement() if scalar else None),
         note=note + ("" if eps == 0 else "; ε > 0 breaks scale invariance"),
     )
@@ -66,12 +73,14 @@ class LayerNorm(AbstractNormaliser):
     algebraically); E = O(n−1) fixing the all-ones direction for scalar γ, β
     (probabilistic and algebraic; the closure also absorbs the dilations along the
     all-ones direction that commute with it, $x \\mapsto ax + λ\\mathbf 1$, which divide
-    γ by |a| and move β: (ℝ×, +λ1) × O(n−1), or +λ1 × O(n−1) with ε > 0). For vector
+    γ by |a| and move β: (ℝ×, +λ1) × O(n−1), or ±I × +λ1 × O(n−1) with ε > 0, −I
+    mapping β to −β; in law at the initialisation β = 0 the layer is odd, so the
+    probabilistic E cell is ±I × O(n−1)). For vector
     γ, β the paper's table gives O(n−1) for closure and probabilistic E, but
     conjugating $\\operatorname{diag}(γ)$ by a rotation fixing $\\mathbf 1$ leaves the
-    class unless γ ∝ 1, so the true cells are Sₙ (the
-    initialisation γ = 1 is O(n−1)-equivariant, but eq 30 caps the probabilistic cell at
-    the closure). With ε > 0 the scale invariance is lost and the R cells shrink to +λ1.
+    class unless γ ∝ 1, so the true cells are built on Sₙ: closure (ℝ×, +λ1) × Sₙ
+    (ε = 0) or ±I × +λ1 × Sₙ, probabilistic ±I × Sₙ (the initialisation γ = 1 is
+    O(n−1)-equivariant, but eq 30 caps the probabilistic cell at the closure). With ε > 0 the scale invariance is lost and the R cells shrink to +λ1.
 
     **Arguments:**
 
