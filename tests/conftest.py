@@ -31,6 +31,18 @@ except ImportError:  # pragma: no cover
     pass
 
 
+@pytest.fixture(autouse=True)
+def _bounded_compiled_code():
+    """Every test may compile programs; release them once the worker nears its memory-map
+    limit (see `taxdl.testing.relieve_map_pressure`)."""
+    yield
+    try:
+        from taxdl.testing import relieve_map_pressure
+    except ImportError:  # pragma: no cover - hypothesis not installed
+        return
+    relieve_map_pressure()
+
+
 @pytest.fixture
 def getkey():
     """Fresh PRNG keys, deterministic per test."""

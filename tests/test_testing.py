@@ -477,3 +477,24 @@ def test_float64_leg_is_tight_and_local():
     assert jnp.zeros(1).dtype == jnp.float32  # x64 was enabled only inside the check
     with pytest.raises(SymmetryViolation):
         check(ReLUClaimedOrthogonal(), n=8, dtype=jnp.float64, **FAST)
+
+
+def test_relieve_map_pressure_clears_compiled_programs_past_the_threshold():
+    from taxdl.testing import map_usage, relieve_map_pressure
+
+    usage = map_usage()
+    if usage is None:
+        pytest.skip("the memory-map count is only exposed on Linux")
+    used, limit = usage
+    assert 0 < used < limit
+    f = jax.jit(lambda x: x * 2 + 1)
+    f(jnp.ones(3))
+    assert f._cache_size() == 1
+    assert relieve_map_pressure(1.0) is False          # far below the limit: untouched
+    assert f._cache_size() == 1
+    assert relieve_map_pressure(1e-9) is True          # past a tiny threshold: cleared
+    assert f._cache_size() == 0
+    np.testing.assert_array_equal(np.asarray(f(jnp.ones(3))), 3.0)
+    for bad in (0.0, -0.5, 1.5):
+        with pytest.raises(ValueError, match="`fraction` must be in \\(0, 1\\]"):
+            relieve_map_pressure(bad)

@@ -9,6 +9,9 @@
   [`assert_maximal`][taxdl.testing.assert_maximal].
 - [`taxdl.testing.strategies`][taxdl.testing.strategies]: Hypothesis strategies for group
   elements and edge-case inputs.
+- [`relieve_map_pressure`][taxdl.testing.relieve_map_pressure]: keeps a long checking
+  session below the operating system's cap on memory mappings (compiled programs hold
+  them); `check` calls it before it starts.
 
 Needs Hypothesis (`pip install taxdl[testing]`); `import taxdl` does not.
 """
@@ -23,6 +26,8 @@ from ._engine import default_tolerances as default_tolerances
 from ._engine import symmetry_error as symmetry_error
 from ._hypothesis import hypothesis_settings as hypothesis_settings
 from ._hypothesis import register_profiles as register_profiles
+from ._memory import map_usage as map_usage
+from ._memory import relieve_map_pressure as relieve_map_pressure
 from ._report import CellResult as CellResult
 from ._report import Counterexample as Counterexample
 from ._report import MaximalityResult as MaximalityResult

@@ -38,6 +38,7 @@ from ._report import (
     violation_message,
 )
 from ._fit import closure_residuals as fit_residuals
+from ._memory import relieve_map_pressure
 from ._stats import two_sample_test
 from ._subject import as_linear, cast, display_name, resolve
 
@@ -107,6 +108,7 @@ def make_context(obj, n, dtype, *, examples=50, batch=32, samples=1024, test_ele
                  ) -> tuple[Context, Taxonomy | None]:
     """Resolve what is checked and fix everything a run shares. `obj` is a primitive
     (instance, class, factory) or, with `shapes`, any function."""
+    relieve_map_pressure()
     if shapes is None:
         prim = resolve(obj)
         declared = taxonomy(prim)

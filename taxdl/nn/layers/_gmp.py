@@ -327,8 +327,8 @@ class GmPConv(AbstractLayer):
     Sₙ⋉(ℝ×)ⁿ / Aff (E(n) for σ not positively homogeneous) / Sₙ⋉(ℝ×)ⁿ (Bₙ), with GL (O(n))
     on the right instead when the convolution pads (the zero padding does not move with a
     translation of the channels), probabilistic Sₙ / O(n) / ℝ×₊ × Sₙ (Bₙ / O(n) / Bₙ for
-    odd σ; no ℝ×₊ when σ is not positively homogeneous), algebraic trivial. (The checker sees it channels-last
-    through the `as_function` hook.)
+    odd σ; no ℝ×₊ when σ is not positively homogeneous), algebraic trivial. (The checker
+    sees it channels-last through the `as_function` hook.)
 
     **Arguments:**
 

@@ -80,7 +80,8 @@ class LayerNorm(AbstractNormaliser):
     conjugating $\\operatorname{diag}(γ)$ by a rotation fixing $\\mathbf 1$ leaves the
     class unless γ ∝ 1, so the true cells are built on Sₙ: closure (ℝ×, +λ1) × Sₙ
     (ε = 0) or ±I × +λ1 × Sₙ, probabilistic ±I × Sₙ (the initialisation γ = 1 is
-    O(n−1)-equivariant, but eq 30 caps the probabilistic cell at the closure). With ε > 0 the scale invariance is lost and the R cells shrink to +λ1.
+    O(n−1)-equivariant, but eq 30 caps the probabilistic cell at the closure). With ε > 0
+    the scale invariance is lost and the R cells shrink to +λ1.
 
     **Arguments:**
 
