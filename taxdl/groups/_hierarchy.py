@@ -308,13 +308,34 @@ def same_group(a: AbstractGroup, b: AbstractGroup) -> bool:
     return _family(a) == _family(b)
 
 
+_SUBGROUP_MEMO: dict = {}
+
+
+def _rules_token() -> frozenset:
+    # The registered rules: a rule added or replaced (a user's group joining the
+    # hierarchy) invalidates the remembered answers.
+    return frozenset(immediate_supergroups.registry.items())
+
+
 def is_subgroup(a: AbstractGroup, b: AbstractGroup) -> bool:
     """Whether family `a` ⊆ family `b` in the hierarchy (reflexive, transitive).
 
     The trivial group is a subgroup of everything; products compare factor-wise. Groups
     bound to a dimension follow that dimension's edges (e.g. {±I} ⊂ SO(n) only for
-    even n); unbound families follow those that hold in every dimension.
+    even n); unbound families follow those that hold in every dimension. Answers are
+    remembered per pair of families and dimensions until a hierarchy rule is registered.
     """
+    token = _rules_token()
+    if _SUBGROUP_MEMO.get("token") != token:
+        _SUBGROUP_MEMO.clear()
+        _SUBGROUP_MEMO["token"] = token
+    key = (_family(a), a.n, _family(b), b.n)
+    if key not in _SUBGROUP_MEMO:
+        _SUBGROUP_MEMO[key] = _is_subgroup(a, b)
+    return _SUBGROUP_MEMO[key]
+
+
+def _is_subgroup(a: AbstractGroup, b: AbstractGroup) -> bool:
     a, b = simplify_product(a), simplify_product(b)
     if same_group(a, b) or isinstance(a, Trivial):
         return True
