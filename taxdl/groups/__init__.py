@@ -24,6 +24,7 @@ from ._hierarchy import is_subgroup as is_subgroup
 from ._hierarchy import represent as represent
 from ._hierarchy import same_group as same_group
 from ._hierarchy import scalings_times as scalings_times
+from ._hierarchy import signs_times as signs_times
 from ._real import BlockPermutation as BlockPermutation
 from ._real import ConformalLinear as ConformalLinear
 from ._real import EvenSignedPermutation as EvenSignedPermutation

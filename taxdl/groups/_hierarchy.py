@@ -221,6 +221,13 @@ def scalings_times(within: AbstractGroup) -> AbstractGroup:
     return Product(Scaling(), within)
 
 
+def signs_times(*groups: AbstractGroup) -> AbstractGroup:
+    """{±I} × `groups`: what an equivariance cell becomes once the point reflection −I is
+    added (an odd map), simplified, so that −I is not repeated where a factor already
+    holds it (ℝ×, Bₙ, …)."""
+    return simplify_product(Product(PointReflection(), *groups))
+
+
 def simplify_product(group: AbstractGroup) -> AbstractGroup:
     """Drop trivial factors and factors contained in another factor of a `Product`;
     a single remaining factor is returned as itself."""

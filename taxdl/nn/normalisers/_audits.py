@@ -24,7 +24,6 @@ from ...groups import (
     DiagonalAffine,
     MonomialAffine,
     Permutation,
-    PointReflection,
     Product,
     ScaleShift,
     Scaling,
@@ -32,6 +31,7 @@ from ...groups import (
     SignFlips,
     Translation,
     Translations,
+    signs_times,
 )
 from ...taxonomy import (
     AbstractNormaliser,
@@ -151,15 +151,10 @@ def _grouped_taxonomy(n: int, groups: int, eps: float, what: str) -> Taxonomy:
     # The permutations move the per-group maps among the groups, so the two generate
     # their semidirect product; with one channel per group and ε = 0 that is Sₙ⋉(ℝ×)ⁿ⋉ℝⁿ.
     # The standardisation is odd: at β = 0 (the initialisation) −I joins E in law, and in
-    # closure it maps β ↦ −β (already inside when the right group has ℝ× or Bₙ is there).
-    odd = c > 1
-    if c == 1 and eps == 0:
-        equi_clo = MonomialAffine()
-    elif odd and eps > 0:
-        equi_clo = Product(PointReflection(), right_clo, within)
-    else:
-        equi_clo = Product(right_clo, within)
-    equi_law = Product(PointReflection(), within) if odd else within
+    # closure it maps β ↦ −β (`signs_times` leaves it out where the per-group ℝ× or Bₙ
+    # already holds it).
+    equi_clo = MonomialAffine() if c == 1 and eps == 0 else signs_times(right_clo, within)
+    equi_law = signs_times(within)
     return Taxonomy(
         closure=(DiagonalAffine(), right_clo, equi_clo),
         probabilistic=(None, right_alg, equi_law),

@@ -9,10 +9,9 @@ from ...groups import (
     DiagonalAffine,
     OrthogonalComplement,
     Permutation,
-    PointReflection,
-    Product,
     ScaleShift,
     Translation,
+    signs_times,
 )
 from ._checks import check_eps, check_input, check_n
 from ._functional import conjugated_gain, layer_norm
@@ -39,10 +38,10 @@ def _ln_taxonomy(scalar: bool, eps: float) -> Taxonomy:
     # divides γ by |a| and moves β (the statistics remove |a| and λ1 before γ, β; with
     # ε > 0 only λ1), so closure E is (ℝ×,+λ1) × equi, or +λ1 × equi with ε > 0.
     # The standardisation is odd, so at β = 0 (the initialisation) so is the layer: −I
-    # joins E in law, and in closure it maps β ↦ −β (with ε = 0 it is already in ℝ×).
-    equi_law = Product(PointReflection(), equi)
-    equi_clo = Product(right_clo, equi) if eps == 0 else Product(
-        PointReflection(), right_clo, equi)
+    # joins E in law, and in closure it maps β ↦ −β (`signs_times` leaves it out with
+    # ε = 0, where ℝ× holds it).
+    equi_law = signs_times(equi)
+    equi_clo = signs_times(right_clo, equi)
     note = "ℝ× on the right holds for a > 0 only (LN(−x) = −x̂ before γ, β)"
     if not scalar:
         note += ("; L: γ ⊙ y + β absorbs every per-coordinate affine map D y + t, so "
