@@ -490,8 +490,7 @@ def test_standardising_normalisers_are_odd():
     assert tnn.ScalarLayerNorm(8).taxonomy.cell("probabilistic", "E").name == (
         "±I_n × O(n-1)")
     assert tnn.GroupNorm(8, 2).taxonomy.cell("probabilistic", "E").name == "±I_8 × S_4≀S_2"
-    assert tnn.GroupNorm(8, 2, eps=1e-3).taxonomy.cell("closure", "E").name == (
-        "±I_8 × (+λ1)^2 × S_4≀S_2")
+    # (GroupNorm's closure E with ε > 0 is asserted with its other closure cells below)
     # with one channel per group, Bₙ already holds −I
     assert tnn.GroupNorm(8, 8).taxonomy.cell("probabilistic", "E").name == "B_n"
 
@@ -537,7 +536,7 @@ def test_instance_norm_right_cells_follow_eps():
     assert m.taxonomy.cell("algebraic", "R").name == "T(n)"
     assert m.taxonomy.cell("closure", "R").name == "T(n)"
     assert tnn.InstanceNorm(4).taxonomy.cell("closure", "R").name == "(ℝ×)^n⋉ℝ^n"
-    report = check(m, examples=8, generations=("algebraic", "closure"))
+    report = check(m, examples=20)
     assert report.passed
     x = jnp.asarray(np.random.default_rng(0).normal(size=(4, 4)), jnp.float32)
     t = jnp.asarray([3.0, -1.0, 0.5, 2.0], jnp.float32)
