@@ -1,7 +1,21 @@
 import os
+import shutil
+import tempfile
 
 # Two fake CPU devices, so sharding code paths run in the test suite (set before jax loads).
 os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=2")
+
+# One on-disk compilation cache per test run, shared by the xdist workers (they inherit
+# this process's environment): checks of different primitives compile many of the same
+# programs (group samplers, probes), and programs released by `relieve_map_pressure`
+# are reloaded instead of recompiled. Set before jax loads; a cache the caller chose is
+# kept.
+_OWN_CACHE = None
+if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
+    _OWN_CACHE = tempfile.mkdtemp(prefix="taxdl-test-jax-cache-")
+    os.environ["JAX_COMPILATION_CACHE_DIR"] = _OWN_CACHE
+    os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
+    os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
 
 import jax  # noqa: E402
 import pytest  # noqa: E402
@@ -53,3 +67,10 @@ def getkey():
         return sub
 
     return _next
+
+
+def pytest_unconfigure(config):
+    """The run's compilation cache is removed by the process that made it (the xdist
+    controller, or the only process), after every worker has finished."""
+    if _OWN_CACHE is not None and not hasattr(config, "workerinput"):
+        shutil.rmtree(_OWN_CACHE, ignore_errors=True)
