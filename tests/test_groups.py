@@ -47,6 +47,23 @@ def test_samples_are_members_and_closed(group):
     np.testing.assert_allclose(_np(back), _np(x), atol=1e-4)
 
 
+def test_sample_and_contains_inside_a_users_transformations():
+    """Outside a trace, sampling and membership run as programs compiled for a quick
+    compile (XLA options); inside jit (traced or constant key) and vmap they are nested
+    programs, with the same results."""
+    group = G.BlockDiagonal(G.Orthogonal(2), G.Permutation(3))
+    e = group.sample(KEY, 8)
+    for other in (jax.jit(lambda: group.sample(KEY, 8))(),  # constant key under jit
+                  jax.jit(lambda k: group.sample(k, 8))(KEY)):
+        np.testing.assert_array_equal(np.asarray(other.matrix), np.asarray(e.matrix))
+    batched = jax.vmap(lambda k: group.sample(k, 8).matrix)(jnp.stack([KEY, KEY]))
+    np.testing.assert_array_equal(np.asarray(batched[1]), np.asarray(e.matrix))
+    assert bool(jnp.all(jax.jit(lambda: group.contains(e))()))
+    assert bool(jnp.all(jax.jit(group.contains)(e)))
+    outside = G.Orthogonal(5).sample(KEY, 8)
+    assert not bool(jnp.any(jax.jit(group.contains)(outside)))
+
+
 @pytest.mark.parametrize("group", [G.Orthogonal(5), G.SpecialOrthogonal(5)],
                          ids=lambda g: g.name)
 def test_float64_samples_are_orthogonal_to_float64_precision(group):

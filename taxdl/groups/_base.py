@@ -20,6 +20,8 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float, Inexact, PRNGKeyArray, Shaped
 
+from .._compile import SMALL_PROGRAM_OPTIONS
+
 
 class Element(eqx.Module):
     """A group element in affine matrix form, acting as $x \\mapsto M x + t$.
@@ -257,15 +259,37 @@ class _NameFields:
 
 
 # Sampling and membership are compiled once per (group, num, dtype): groups hold only
-# static fields, so filter_jit treats them as compile-time constants.
-@eqx.filter_jit
-def _jit_sample(group: AbstractGroup, key, num: int, dtype) -> Element:
+# static fields, so filter_jit treats them as compile-time constants. They are small
+# programs, compiled for a quick compile rather than a fast run (see `taxdl._compile`).
+def _sample(group: AbstractGroup, key, num: int, dtype) -> Element:
     return group._sample(key, num, dtype)
 
 
-@eqx.filter_jit
-def _jit_contains(group: AbstractGroup, element: Element, atol: float):
+def _contains(group: AbstractGroup, element: Element, atol: float):
     return group._contains(element, atol)
+
+
+def _small_program(fun):
+    """`fun` compiled with `SMALL_PROGRAM_OPTIONS` when called outside any trace, and as a
+    plain nested `filter_jit` inside one (JAX accepts XLA options on top-level programs
+    only). A call under a trace whose arguments are all constants is recognised by JAX's
+    refusal of the options and repeated as a nested program."""
+    light = eqx.filter_jit(fun, compiler_options=SMALL_PROGRAM_OPTIONS)
+    plain = eqx.filter_jit(fun)
+
+    def call(*args):
+        if any(isinstance(a, jax.core.Tracer) for a in jax.tree.leaves(args)):
+            return plain(*args)
+        try:
+            return light(*args)
+        except ValueError:
+            return plain(*args)  # raises again if the error was not about the options
+
+    return call
+
+
+_jit_sample = _small_program(_sample)
+_jit_contains = _small_program(_contains)
 
 
 def _both_inexact(a, b) -> bool:

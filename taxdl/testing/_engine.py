@@ -9,8 +9,6 @@ members share one compiled program per input shape.
 """
 
 import functools as ft
-import json
-import os
 from collections.abc import Callable
 
 import equinox as eqx
@@ -18,23 +16,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._compile import SMALL_PROGRAM_OPTIONS
 from ..groups import AbstractGroup, Element, represent
 from ..taxonomy import Flavour, as_function, data_call, random_call, reinitialise, transport
 
-# Checks run small programs a few dozen times each: XLA's backend optimisations cost far
-# more compile time (2-7x on CPU) than they save at run time, and on CPU the older
-# elemental fusion emitters compile the same programs ~2.5x faster than the MLIR-based
-# ones (the results are the same HLO semantics; a check's relations compare values
-# computed inside one program). Eigen's intra-op thread pool is off: the programs are
-# small, and on CPU it can wedge on large vmapped graphs (a hang in block_until_ready
-# with every thread idle). `TAXDL_CHECK_XLA` (a JSON object) replaces these options.
-JIT_OPTIONS = dict(compiler_options=json.loads(os.environ.get("TAXDL_CHECK_XLA", "null")) or {
-    "xla_backend_optimization_level": 0,
-    "xla_llvm_disable_expensive_passes": True,
-    "xla_cpu_parallel_codegen_split_count": 1,
-    "xla_cpu_multi_thread_eigen": False,
-    "xla_cpu_use_fusion_emitters": False,
-})
+# Checks run small programs a few dozen times each (see `taxdl._compile`).
+JIT_OPTIONS = dict(compiler_options=SMALL_PROGRAM_OPTIONS)
 
 # ----------------------------------------------------------------------------- dtypes
 _RTOL = {"float16": 1e-2, "bfloat16": 5e-2, "float32": 1e-5, "float64": 1e-12}
@@ -283,9 +270,9 @@ def _metrics(lhs, rhs, fp, rho, rtol, atol):
     input change, at x and at g·x (and, for closure, with the transported parameters),
     i.e. how far rounding of g·x or of g·θ (≈ eps‖x‖) can move the output. It is about
     ‖f(x)‖ for well-conditioned functions and large only near singular inputs (e.g. a
-    pre-activation cancelling to ≈ 0 at g·x while every unit saturates at x). A violation must persist at all three
-    points: one that vanishes under a tiny perturbation is a boundary artefact of a
-    non-smooth primitive.
+    pre-activation cancelling to ≈ 0 at g·x while every unit saturates at x). A
+    violation must persist at all three points: one that vanishes under a tiny
+    perturbation is a boundary artefact of a non-smooth primitive.
     """
     a, b, f = _rows(lhs, 2), _rows(rhs, 2), _rows(fp, 2)
     fa, fb = jnp.isfinite(a), jnp.isfinite(b)
