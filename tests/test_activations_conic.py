@@ -84,7 +84,8 @@ CONFIGS = [
     dict(s=4, projection="hard", shared=True, rectify="relu"),
     dict(s=3, projection="soft", shared=True),
     dict(s=4, projection="soft", rectify="silu", eps=0.0),
-    dict(s=5, projection="hard", eps=0.0, layout="axes_first"),
+    dict(s=5, projection="hard", eps=0.0, layout="axes_first", rectify="silu"),
+    dict(s=3, projection="firm", shared=True, rectify="silu"),
 ]
 
 

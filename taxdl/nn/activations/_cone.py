@@ -167,6 +167,9 @@ def _colu_output(x, spec, z, a, body, cax, w):
     ax, head = spec.axis, a.shape[spec.axis]
     rest = x.shape[:ax] + (x.shape[ax] - head,) + x.shape[ax + 1:]
     body_weights = jnp.broadcast_to(wb, body.shape).reshape(rest)
+    if spec.rectify == "silu":
+        # SiLU(a) = a·sigmoid(a): the sigmoid is a weight of the axis channels only
+        return x * jnp.concatenate([jax.nn.sigmoid(a), body_weights], axis=ax)
     weights = jnp.concatenate([jnp.ones_like(a), body_weights], axis=ax)
     ra, _ = _rect(x, spec.rectify)
     axis_channel = lax.broadcasted_iota(jnp.int32, x.shape, ax) < head
