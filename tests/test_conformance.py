@@ -9,8 +9,9 @@ from primitives import PRIMITIVES
 from taxdl.testing import check
 
 # float32: every generation, maximality included; ≥ 1000 (element, input) rows per
-# algebraic/closure cell (32 Hypothesis examples × batches of 32).
-F32 = dict(examples=32, batch=32, samples=1024)
+# algebraic/closure cell (32 Hypothesis examples × batches of 32); closure cells also
+# searched for a witness of a larger closure group (`fit_closure`).
+F32 = dict(examples=32, batch=32, samples=1024, fit_closure=True)
 # float64: every generation too, maximality included; 4 Hypothesis examples × batches of
 # 32 per algebraic/closure cell (the float32 leg gives the breadth, this one float64's
 # tight tolerances).
