@@ -1,6 +1,8 @@
 """Group library: exact sampling (statistical tests against the Haar measure), membership,
 hierarchy, errors."""
 
+import os
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -62,6 +64,27 @@ def test_sample_and_contains_inside_a_users_transformations():
     assert bool(jnp.all(jax.jit(group.contains)(e)))
     outside = G.Orthogonal(5).sample(KEY, 8)
     assert not bool(jnp.any(jax.jit(group.contains)(outside)))
+
+
+def test_small_program_options_can_be_replaced_from_the_environment():
+    """`TAXDL_CHECK_XLA` (JSON) replaces the compile options of sampling, membership and
+    the checker; the defaults keep the elemental CPU fusion emitters at level 0."""
+    import json
+    import subprocess
+    import sys
+
+    from taxdl._compile import SMALL_PROGRAM_OPTIONS
+
+    assert SMALL_PROGRAM_OPTIONS["xla_backend_optimization_level"] == 0
+    assert SMALL_PROGRAM_OPTIONS["xla_cpu_use_fusion_emitters"] is False
+    chosen = {"xla_backend_optimization_level": 1}
+    code = ("import json, jax, taxdl.groups as G; from taxdl._compile import "
+            "SMALL_PROGRAM_OPTIONS as o; G.Permutation(3).sample(jax.random.key(0), 2); "
+            "print(json.dumps(o))")
+    env = dict(os.environ, TAXDL_CHECK_XLA=json.dumps(chosen), JAX_PLATFORMS="cpu")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, check=True).stdout
+    assert json.loads(out.strip().splitlines()[-1]) == chosen
 
 
 @pytest.mark.parametrize("group", [G.Orthogonal(5), G.SpecialOrthogonal(5)],
@@ -780,7 +803,8 @@ def test_block_groups_keep_blocks_together():
     elems = G.Element(jnp.stack([swap_blocks, inner, split]), jnp.zeros((3, 12)))
     assert np.asarray(wreath.contains(elems)).tolist() == [True, True, False]
     assert not np.asarray(wreath.contains(G.Permutation(12).sample(KEY, 64))).any()
-    assert G.BlockPermutation(12, 3).sample(KEY, 200).matrix.sum(axis=(1, 2)).tolist() == [12.0] * 200
+    sums = G.BlockPermutation(12, 3).sample(KEY, 200).matrix.sum(axis=(1, 2))
+    assert sums.tolist() == [12.0] * 200
     with pytest.raises(ValueError, match="multiple of `block` = 5"):
         G.BlockPermutation(12, 5)
     with pytest.raises(ValueError, match="`block` must be an integer >= 1"):
