@@ -102,8 +102,8 @@ def angular_change(before: Float[Array, "*b n"], after: Float[Array, "*b n"]
     """The angle between two vectors (row-wise), $\\langle w, w'\\rangle =
     \\arccos\\frac{w^T w'}{\\|w\\|\\|w'\\|}$ (GmP paper eq 7), in [0, π].
 
-    Computed as $2\\operatorname{atan2}(\\|\\hat w - \\hat w'\\|, \\|\\hat w + \\hat w'\\|)$, accurate
-    for tiny and near-π angles (arccos of a rounded cosine is not). 0 if either is 0.
+    Computed as $2\\operatorname{atan2}(\\|\\hat w - \\hat w'\\|, \\|\\hat w + \\hat w'\\|)$,
+    accurate for tiny and near-π angles (arccos of a rounded cosine is not). 0 if either is 0.
     """
     a, _, oka = _unit_rows(before)
     b, _, okb = _unit_rows(after)

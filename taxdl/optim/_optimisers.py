@@ -169,7 +169,8 @@ class SGD(AbstractOptimiser):
         self.nesterov = bool(nesterov)
 
     def as_optax(self) -> optax.GradientTransformation:
-        return _standard_promotion(optax.sgd(self.learning_rate, self.momentum or None, self.nesterov))
+        return _standard_promotion(
+            optax.sgd(self.learning_rate, self.momentum or None, self.nesterov))
 
 
 # ============================================================================ audits
@@ -204,7 +205,8 @@ class Adam(AbstractOptimiser):
         self.eps_root = _check_nonneg(eps_root, "eps_root", "Adam")
 
     def as_optax(self) -> optax.GradientTransformation:
-        return _standard_promotion(optax.adam(self.learning_rate, self.b1, self.b2, self.eps, self.eps_root))
+        return _standard_promotion(
+            optax.adam(self.learning_rate, self.b1, self.b2, self.eps, self.eps_root))
 
 
 class Adagrad(AbstractOptimiser):
@@ -232,7 +234,8 @@ class Adagrad(AbstractOptimiser):
         self.eps = _check_nonneg(eps, "eps", "Adagrad", positive=True)
 
     def as_optax(self) -> optax.GradientTransformation:
-        return _standard_promotion(optax.adagrad(self.learning_rate, self.initial_accumulator_value, self.eps))
+        return _standard_promotion(
+            optax.adagrad(self.learning_rate, self.initial_accumulator_value, self.eps))
 
 
 class AdaDelta(AbstractOptimiser):

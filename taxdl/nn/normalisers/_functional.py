@@ -90,7 +90,8 @@ def centred_standardise(x: Float[Array, "*b n"], eps: float = 0.0) -> Float[Arra
     """$(x - \\mathbb E_i x)/\\sqrt{ε + \\operatorname{Var}_i x}$ along the last axis (the
     normalisation inside LayerNorm, eq 43); a constant input maps to $0$.
 
-    **Symmetry:** algebraically equivariant to O(n−1) fixing 1 and (ε = 0) invariant to positive scalings and shifts along 1.
+    **Symmetry:** algebraically equivariant to O(n−1) fixing 1 and (ε = 0) invariant to
+    positive scalings and shifts along 1.
     """
     return _centred_standardise(x, -1, eps).astype(x.dtype)
 
@@ -165,7 +166,8 @@ def group_norm(x: Float[Array, "*s n"], gamma, beta, groups: int,
     `groups = 1` is LayerNorm (over channels and positions); `groups = n` is
     InstanceNorm (eq 44).
 
-    **Symmetry:** equivariant to permutations within each group (γ, β generic: trivial); (ℝ×₊, +λ1)-right-invariant when ε = 0.
+    **Symmetry:** equivariant to permutations within each group (γ, β generic: trivial);
+    (ℝ×₊, +λ1)-right-invariant when ε = 0.
     """
     n = x.shape[-1]
     c = _check_groups(n, groups)
@@ -181,7 +183,8 @@ def instance_norm(x: Float[Array, "*s n"], gamma, beta, eps: float = 0.0
     with its own mean and variance over the leading (spatial) positions, then
     $γ_i \\cdot + β_i$. A channel that is constant over the positions maps to $β_i$.
 
-    **Symmetry:** equivariant to signed permutations of the channels for constant γ and β = 0; (ℝ×₊, +λ1)-right-invariant when ε = 0.
+    **Symmetry:** equivariant to signed permutations of the channels for constant γ and
+    β = 0; (ℝ×₊, +λ1)-right-invariant when ε = 0.
     """
     return group_norm(x, gamma, beta, x.shape[-1], eps)
 
@@ -192,7 +195,8 @@ def batch_norm(x: Float[Array, "b *s n"], gamma, beta, eps: float = 0.0
     (channel, last axis) is standardised with its mean and variance over the batch (and
     spatial) axes, then $γ \\odot \\cdot + β$. A batch of one maps to β.
 
-    **Symmetry:** the batch map commutes with signed permutations of the channels (γ = 1, β = 0); per-coordinate statistics break O(n).
+    **Symmetry:** the batch map commutes with signed permutations of the channels
+    (γ = 1, β = 0); per-coordinate statistics break O(n).
     """
     axes = tuple(range(x.ndim - 1))
     return gamma * _centred_standardise(x, axes, eps).astype(x.dtype) + beta
@@ -229,7 +233,8 @@ def chi_apply(x: Float[Array, "*b n"], mean: Float[Array, " n"], rms: Float[Arra
     distribution scaled to mean 1. A zero statistic (batch of one, ε = 0) gives β.
     Computed on $x, μ, ρ$ divided by their common largest magnitude (no overflow).
 
-    **Symmetry:** with μ and ρ moved along with x (batch statistics of rotated data), O(n)-equivariant when β = 0: the data-like symmetry of [`ChiNorm`][taxdl.nn.ChiNorm].
+    **Symmetry:** with μ and ρ moved along with x (batch statistics of rotated data),
+    O(n)-equivariant when β = 0: the data-like symmetry of [`ChiNorm`][taxdl.nn.ChiNorm].
     """
     n = x.shape[-1]
     return gamma * (chi_scale(n) * _ratio(x, mean, rms, eps)) + beta
@@ -273,7 +278,8 @@ def chi_statistics(x: Float[Array, "b n"]) -> tuple[Float[Array, " n"], Float[Ar
 def batch_statistics(x: Float[Array, "b n"]) -> tuple[Float[Array, " n"], Float[Array, " n"]]:
     """Per-coordinate batch mean and standard deviation (eq 42), overflow-safe.
 
-    **Symmetry:** a batch with permuted and sign-flipped channels has permuted statistics (signs on the mean).
+    **Symmetry:** a batch with permuted and sign-flipped channels has permuted statistics
+    (signs on the mean).
     """
     m = _stop_max(x, 0)
     u = x / m
@@ -321,7 +327,8 @@ def magnitude_normalise(x: Float[Array, "*b n"], scale: Float[Array, ""], gamma,
     $γ\\,x / (s + ε) + \\vec β$ with $s$ a (gradient-stopped) moving average of the
     magnitude $\\|x\\|$ over training steps; $s + ε = 0$ gives β.
 
-    **Symmetry:** for a fixed statistic, affine with a scalar linear part: O(n)-equivariant (indeed GL) when β = 0.
+    **Symmetry:** for a fixed statistic, affine with a scalar linear part: O(n)-equivariant
+    (indeed GL) when β = 0.
     """
     s = jax.lax.stop_gradient(scale) + eps
     ok = s > 0

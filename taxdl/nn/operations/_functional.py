@@ -150,7 +150,8 @@ def rotated_dropout(x: Float[Array, "*b n"], basis: Float[Array, "n n"],
     """Dropout in the basis given by the rows of `basis` (isotropic paper eq 66):
     $x' = \\frac{1}{1-p} B^T\\big(m \\odot Bx\\big)$ with keep-mask m (1 = kept).
 
-    **Symmetry:** $R^{-1}f_B(Rx) = f_{BR}(x)$ for orthogonal R: with a Haar B, O(n)-equivariant in law.
+    **Symmetry:** $R^{-1}f_B(Rx) = f_{BR}(x)$ for orthogonal R: with a Haar B,
+    O(n)-equivariant in law.
     """
     y = jnp.einsum("ij,...j->...i", basis, x)
     y = jnp.einsum("ji,...j->...i", basis, keep.astype(x.dtype) * y)
@@ -170,7 +171,8 @@ def softmax_attention(query: Float[Array, "t d"], key: Float[Array, "s d"],
     """Softmax attention $\\operatorname{softmax}(QK^T/\\sqrt{d_k})V$ (the baseline of
     isotropic paper App. D.1): weights in [0, 1] summing to one over the keys.
 
-    **Symmetry:** invariant to permuting the key–value pairs (and to a common rotation of query and key features).
+    **Symmetry:** invariant to permuting the key–value pairs (and to a common rotation of
+    query and key features).
     """
     w = jax.nn.softmax(attention_scores(query, key), axis=-1)
     return jnp.einsum("ts,sv->tv", w, value)
@@ -182,7 +184,8 @@ def isotropic_tanh_attention(query: Float[Array, "t d"], key: Float[Array, "s d"
     $\\text{Isotropic-Tanh}(QK^T/\\sqrt{d_k})\\,V$, isotropic tanh applied to each query's
     vector of scores over the keys: the weights have norm < 1 and may be negative.
 
-    **Symmetry:** invariant to any orthogonal mixing of the key–value pairs (and to a common rotation of query and key features).
+    **Symmetry:** invariant to any orthogonal mixing of the key–value pairs (and to a common
+    rotation of query and key features).
     """
     w = isotropic_tanh(attention_scores(query, key))
     return jnp.einsum("ts,sv->tv", w, value)
@@ -192,7 +195,8 @@ def multi_head_sum(x: Float[Array, " n"], weight: Float[Array, "h m n"],
                    bias: Float[Array, "h m"], activation) -> Float[Array, " m"]:
     """Multi-headed layer $\\sum_j f(W^j x + b^j)$ (isotropic paper eq 69).
 
-    **Symmetry:** each head's affine map absorbs GL on the input; the activation's group passes to the output.
+    **Symmetry:** each head's affine map absorbs GL on the input; the activation's group
+    passes to the output.
     """
     pre = jnp.einsum("hmn,n->hm", weight, x) + bias
     return jnp.sum(jax.vmap(activation)(pre), axis=0)
