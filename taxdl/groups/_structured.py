@@ -248,7 +248,8 @@ class Product(AbstractGroup):
         inside = jnp.zeros(m.shape[:-2], bool)
         for sign in signs:
             c = (sign * a)[..., None]
-            inside = inside | group.contains(
+            # already inside the compiled membership test: the factor's own rule
+            inside = inside | group._contains(
                 Element(m / c[..., None], element.shift / c), atol)
         return inside & (a > atol)
 
