@@ -224,6 +224,44 @@ def test_bad_input_names_the_argument(call, exc, match):
         call()
 
 
+def _spans_plane(b):
+    """Unit vectors positively span ℝ² iff no angular gap between neighbours reaches π."""
+    t = np.sort(np.arctan2(b[:, 1], b[:, 0]))
+    gaps = np.diff(np.concatenate([t, t[:1] + 2 * np.pi]))
+    return bool(np.max(gaps) < np.pi - 1e-9)
+
+
+def test_lattice_isotropic_accepts_exactly_the_positively_spanning_directions():
+    """Eq 63 divides by max_i b̂ᵢ·x̂, positive for every x only when the directions
+    positively span the space: random sets in ℝ² are accepted exactly when no angular gap
+    reaches π (an independent criterion), and a rejection names an x that every
+    direction meets at an angle ≥ 90°."""
+    rng = np.random.default_rng(5)
+    seen = set()
+    for _ in range(60):
+        m = int(rng.integers(2, 6))
+        t = rng.uniform(-np.pi, np.pi, m)
+        b = np.stack([np.cos(t), np.sin(t)], -1)
+        expected = _spans_plane(b)
+        seen.add(expected)
+        if expected:
+            y = F.lattice_isotropic(jnp.asarray(X[:, :2]), b)
+            assert np.all(np.isfinite(np.asarray(y)))
+            continue
+        with pytest.raises(ValueError, match="positively span") as info:
+            F.lattice_isotropic(jnp.ones(2), b)
+        witness = np.array(str(info.value).split("x = [")[1].split("]")[0].split(), float)
+        assert np.linalg.norm(witness) > 0.5 and np.max(b @ witness) <= 1e-3
+    assert seen == {True, False}
+    for b in (np.eye(3), np.concatenate([np.eye(3), -np.eye(3)[:2]])):
+        with pytest.raises(ValueError, match="positively span"):
+            F.lattice_isotropic(jnp.ones(3), b)
+    with pytest.raises(ValueError, match="unit vectors"):
+        F.lattice_isotropic(jnp.ones(2), 2 * F.lattice_directions("cubic", 2))
+    with pytest.raises(ValueError, match="finite"):
+        F.lattice_isotropic(jnp.ones(2), np.full((4, 2), np.nan))
+
+
 _TINY = [
     ("quasi_isotropic", lambda z: F.quasi_isotropic(z)),
     ("lattice_isotropic", lambda z: F.lattice_isotropic(z, F.lattice_directions("cubic", 4))),

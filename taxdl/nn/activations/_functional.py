@@ -436,18 +436,78 @@ def _directional(x, dirs, sigma, floor):
     return (scale[..., None] * u).astype(dtype)
 
 
+def _nonnegative_least_squares(a: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """argmin ‖aμ − y‖ over μ ≥ 0 (the active-set method of Lawson and Hanson), float64."""
+    m = a.shape[1]
+    tol = 1e-12 * max(1.0, float(np.abs(a).max(initial=0.0)) * m)
+    mu = np.zeros(m)
+    passive = np.zeros(m, bool)
+    for _ in range(3 * m + 10):
+        w = a.T @ (y - a @ mu)
+        if passive.all() or np.max(np.where(passive, -np.inf, w)) <= tol:
+            break
+        passive[np.argmax(np.where(passive, -np.inf, w))] = True
+        while True:
+            s = np.zeros(m)
+            s[passive] = np.linalg.lstsq(a[:, passive], y, rcond=None)[0]
+            if np.all(s[passive] > tol):
+                break
+            blocking = passive & (s <= tol)
+            alpha = np.min(mu[blocking] / (mu[blocking] - s[blocking]))
+            mu = mu + alpha * (s - mu)
+            passive &= mu > tol
+            mu[~passive] = 0.0
+        mu = s
+    return mu
+
+
+def _check_spanning_directions(directions) -> None:
+    """Concrete `directions` must be finite unit vectors that positively span ℝⁿ (every
+    x ≠ 0 has some $\\hat b_i \\cdot x > 0$, so eq 63's denominator is positive). They
+    do iff they have rank n and some λ > 0 has $\\sum_i λ_i \\hat b_i = 0$: a
+    non-negative least-squares problem for λ = 1 + μ, μ ≥ 0, whose residual, when it is
+    not zero, is a direction x with every $\\hat b_i \\cdot x \\le 0$ (Farkas)."""
+    if isinstance(directions, jax.core.Tracer):
+        return
+    b = np.asarray(directions, np.float64)
+    if not np.all(np.isfinite(b)):
+        raise ValueError("`directions` must be finite.")
+    norms = np.linalg.norm(b, axis=-1)
+    tol = max(1e-6, 10 * float(jnp.finfo(directions.dtype).eps))
+    if np.any(np.abs(norms - 1) > tol):
+        raise ValueError(f"`directions` must be unit vectors (eq 63's b̂ᵢ), got row "
+                         f"norms {norms[np.abs(norms - 1) > tol][:4]}.")
+    n = b.shape[1]
+    _, sv, vt = np.linalg.svd(b)
+    if len(sv) < n or sv[n - 1] <= 1e-9 * sv[0]:
+        witness = vt[-1]
+    else:
+        a, y = b.T, -b.sum(0)
+        residual = y - a @ _nonnegative_least_squares(a, y)
+        if np.linalg.norm(residual) <= 1e-9 * max(1.0, np.linalg.norm(y)):
+            return
+        witness = residual / np.linalg.norm(residual)
+    raise ValueError(f"`directions` must positively span ℝ^{n} (every x ≠ 0 needs some "
+                     f"b̂ᵢ·x > 0), but x = {np.round(witness, 4)} has b̂ᵢ·x ≤ 0 for every i.")
+
+
 def lattice_isotropic(x: Float[Array, "*b n"], directions: Float[Array | np.ndarray, "m n"],
                       sigma: Callable = jnp.tanh) -> Float[Array, "*b n"]:
     """Lattice-direction quasi-isotropic form (isotropic paper eq 63):
     $f(x) = σ(\\|x\\|)\\,\\hat x / \\max_i(\\hat b_i\\cdot\\hat x)$ over the unit vectors
     `directions` (rows; they must positively span ℝⁿ, e.g. `lattice_directions`).
     Its symmetry is the finite group Ψ of the lattice. $f(0) = 0$.
+
+    Concrete `directions` are checked: finite unit vectors that positively span ℝⁿ (else
+    some x has no positive $\\hat b_i \\cdot \\hat x$ and eq 63 is undefined there; the
+    error names such an x). Traced directions are used as given.
     """
     _check_real(x, "lattice_isotropic")
     directions = jnp.asarray(directions)
     if directions.ndim != 2 or directions.shape[1] != x.shape[-1]:
         raise ValueError(f"`directions` must have shape (m, {x.shape[-1]}) (unit vectors in "
                          f"the feature space), got {directions.shape}.")
+    _check_spanning_directions(directions)
     _check_callable(sigma, "sigma")
     return _directional(x, directions, sigma, None)
 
