@@ -63,7 +63,8 @@ def train(model, x, y, lr, steps: int, task_kind: str):
     def step(carry, _):
         params, state = carry
         model = eqx.combine(params, static)
-        grads = jax.grad(loss_fn)(model, x, y, task_kind)
+        # differentiate the trainable arrays only (a 1-D GmP unit's ±1 sign is an integer)
+        grads = jax.grad(lambda p: loss_fn(eqx.combine(p, static), x, y, task_kind))(params)
         updates, state = opt.update(grads, state, params)
         new = optax.apply_updates(params, updates)
         change = cab_change(model[0], eqx.combine(new, static)[0])

@@ -22,7 +22,7 @@ def test_levy_regression_task():
     assert t.x_test.min() == -10 and t.x_test.max() == 10
     again = levy_regression(n_train=50, n_test=30, noise=0.0, seed=3)
     np.testing.assert_array_equal(t.x_train, again.x_train)
-    with pytest.raises(ValueError, match="low < high"):
+    with pytest.raises(ValueError, match="`high` must be a finite number > low = 1"):
         levy_regression(low=1.0, high=0.0)
 
 
@@ -38,5 +38,28 @@ def test_banana_task():
     x = np.c_[t.x_test, np.ones(len(t.x_test))]
     w = np.linalg.lstsq(np.c_[t.x_train, np.ones(300)], 2.0 * t.y_train - 1, rcond=None)[0]
     assert np.mean((x @ w > 0) == t.y_test) < 0.85
-    with pytest.raises(ValueError, match="`noise` must be >= 0"):
+    with pytest.raises(ValueError, match="`noise` must be a finite number >= 0"):
         banana(noise=-1.0)
+
+
+@pytest.mark.parametrize("make, match", [
+    (lambda: levy_regression(n_train=True), "`n_train` must be an integer >= 1, got True"),
+    (lambda: levy_regression(n_test=np.int64(0)), "`n_test` must be an integer >= 1"),
+    (lambda: levy_regression(noise=float("inf")), "`noise` must be a finite number >= 0"),
+    (lambda: levy_regression(high=float("inf")), "`high` must be a finite number"),
+    (lambda: levy_regression(low=float("nan")), "`low` must be a finite number"),
+    (lambda: banana(n_train=np.int64(1)), "`n_train` must be an integer >= 2"),
+    (lambda: banana(noise=float("nan")), "`noise` must be a finite number >= 0"),
+])
+def test_bad_arguments_name_the_argument(make, match):
+    with pytest.raises(ValueError, match=match):
+        make()
+
+
+def test_numpy_integers_are_integers():
+    t = banana(n_train=np.int64(20), n_test=np.int32(10), seed=2)
+    assert t.x_train.shape == (20, 2) and t.x_test.shape == (10, 2)
+    np.testing.assert_array_equal(t.x_train, banana(n_train=20, n_test=10, seed=2).x_train)
+    t = levy_regression(n_train=np.int64(5), n_test=np.int64(3), noise=np.float32(0.5),
+                        low=np.float32(-1), high=2)
+    assert t.x_test.shape == (3, 1) and t.x_test.min() == -1 and t.x_test.max() == 2

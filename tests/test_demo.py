@@ -54,6 +54,26 @@ def test_digits_1d_task():
         digits_1d(length=4)
 
 
+@pytest.mark.parametrize("make, match", [
+    (lambda: hemisphere_rotation(angles=(45.0, 45.0)), "`angles` must be three rotation"),
+    (lambda: hemisphere_rotation(angles=(45.0, 45.0, "x")), "`angles` must be a finite"),
+    (lambda: hemisphere_rotation(cap_angle=float("nan")), "`cap_angle` must be a finite"),
+    (lambda: hemisphere_rotation(n_test=np.int64(1)), "`n_test` must be an integer >= 2"),
+    (lambda: digits_1d(noise=float("inf")), "`noise` must be a finite number >= 0"),
+])
+def test_task_arguments_are_checked(make, match):
+    with pytest.raises(ValueError, match=match):
+        make()
+
+
+def test_tasks_accept_numpy_integers():
+    t = hemisphere_rotation(n_polar=np.int64(5), n_azimuth=np.int32(8), n_test=np.int64(16))
+    assert t.x_train.shape == (33, 3) and t.x_test.shape == (16, 3)
+    d = digits_1d(n_train=np.int64(20), n_test=np.int64(10), length=np.int64(16),
+                  noise=np.float32(0.1))
+    assert d.x_train.shape == (20, 16) and d.x_test.shape == (10, 16)
+
+
 def test_digits_1d_classes_are_separable_by_their_templates():
     # noise-free examples correlate best with their own class template (a sanity check
     # that the labels mean something), far above chance
@@ -127,6 +147,16 @@ def test_demo_runs_with_tiny_settings(tmp_path, capsys):
 def test_demo_rejects_bad_arguments(argv, tmp_path, capsys):
     assert cli.main(["demo", *argv, "--output", str(tmp_path)]) == 2
     assert "taxdl demo:" in capsys.readouterr().err
+
+
+def test_demo_rejects_a_non_finite_learning_rate_and_a_file_as_output(tmp_path, capsys):
+    assert cli.main(["demo", "--learning-rate", "inf", "--output", str(tmp_path)]) == 2
+    assert "--learning-rate must be a finite number > 0" in capsys.readouterr().err
+    a_file = tmp_path / "results"
+    a_file.write_text("")
+    assert cli.main(["demo", "--tasks", "rotation", "--variants", "relu", "--steps", "1",
+                     "--seeds", "1", "--no-plots", "--quiet", "--output", str(a_file)]) == 2
+    assert "cannot use --output" in capsys.readouterr().err
 
 
 # ---------------------------------------------------------------- bench

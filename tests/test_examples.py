@@ -1,6 +1,7 @@
 """Smoke runs of the examples (`--quick`), each in its own process as a user would run it."""
 
 import importlib.util
+import math
 import os
 import pathlib
 import subprocess
@@ -13,7 +14,7 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 EXAMPLES = ["custom_primitive.py", "composed_taxonomy.py", "demo_tasks.py",
-            "sharded_training.py"]
+            "sharded_training.py", "gmp_vs_standard.py"]
 
 
 def _run(name: str, *args: str, env: dict | None = None) -> str:
@@ -56,6 +57,19 @@ def test_composed_taxonomy(capsys):
 def test_demo_tasks(capsys):
     out = _run_here("demo_tasks.py", capsys)
     assert "rotation" in out and "hidden symmetry" in out and "O(n)" in out
+
+
+def test_gmp_vs_standard_levy_task():
+    """The 1-D task: GmP units hold an integer ±1 direction next to their trainable arrays."""
+    spec = importlib.util.spec_from_file_location("gmp_vs_standard",
+                                                  ROOT / "examples" / "gmp_vs_standard.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    with warnings.catch_warnings(), jax.numpy_dtype_promotion("standard"):
+        warnings.simplefilter("ignore", DeprecationWarning)
+        results = module.main(["--quick", "--steps", "2", "--task", "levy"])
+    assert [row[0] for row in results["levy"]] == ["SP", "GmP"]
+    assert all(math.isfinite(v) for row in results["levy"] for v in row[2:])
 
 
 def test_sharded_training_matches_one_device():

@@ -260,3 +260,91 @@ def test_complex_gradients_count_their_moduli():
         _, state = optim.scale_by_adasgd(b2=0.9, eps=0.0).update(g, optim.scale_by_adasgd(
             b2=0.9, eps=0.0).init(g))
     np.testing.assert_allclose(float(state.nu), 0.1 * sq, rtol=1e-6)
+
+
+# ---------------------------------------------------------------- trees and dtypes
+ISOTROPIC = [("adasgd", lambda: optim.adasgd(0.1)),
+             ("normalised_sgd", lambda: optim.normalised_sgd(0.1, 0.9)),
+             ("IsotropicClip", lambda: optim.IsotropicClip(1.0).as_optax())]
+
+
+@pytest.mark.parametrize("name, make", ISOTROPIC)
+def test_integer_leaves_are_rejected_naming_the_leaf(name, make):
+    """An integer leaf has no gradient and would change ‖g‖ and d: a clear error, at init
+    and at update; `optax.masked` passes such a leaf through untouched."""
+    tx = make()
+    params = {"w": jnp.ones(3), "n": jnp.arange(3)}
+    with pytest.raises(TypeError, match=r"`params` must be a floating or complex array, "
+                                        r"got dtype int32 at \['n'\]"):
+        tx.init(params)
+    state = tx.init({"w": jnp.ones(3), "n": jnp.ones(3)})
+    with pytest.raises(TypeError, match=r"`updates` must be .* got dtype int32 at \['n'\]"):
+        tx.update(params, state)
+    masked = optax.masked(tx, {"w": True, "n": False})
+    updates, _ = masked.update(params, masked.init(params), params)
+    assert updates["n"].dtype == jnp.int32
+    np.testing.assert_array_equal(np.asarray(updates["n"]), [0, 1, 2])
+
+
+@pytest.mark.parametrize("name, make", ISOTROPIC)
+def test_none_leaves_and_empty_trees(name, make):
+    tx = make()
+    params = {"w": jnp.ones(3), "frozen": None}
+    updates, _ = tx.update(params, tx.init(params), params)
+    assert updates["frozen"] is None and updates["w"].shape == (3,)
+    empty, _ = tx.update({}, tx.init({}), {})
+    assert empty == {}
+
+
+@pytest.mark.parametrize("dtype", [jnp.float16, jnp.bfloat16])
+def test_half_precision_tiny_gradients_do_not_overflow(dtype):
+    """Gradients of size ~1e-5 in float16: 1/‖g‖ exceeds float16's range, the update
+    m/‖g‖ does not."""
+    g = jnp.full(3, 1e-5, dtype)
+    g64 = np.asarray(g, np.float64)
+    # AdaSGD, first step (eq 52 with ε added), β₁ = 0: m₁ = g, v̂₁ = ‖g‖²
+    tx = optim.adasgd(0.1, b1=0.0, eps=1e-8)
+    u, _ = tx.update(g, tx.init(g))
+    expected = -0.1 * g64 / (np.sqrt(np.sum(g64 ** 2) / 3) + 1e-8)
+    assert u.dtype == dtype
+    np.testing.assert_allclose(np.asarray(u, np.float64), expected, rtol=2e-2)
+    tx = optim.normalised_sgd(1.0, eps=0.0)
+    u, _ = tx.update(g, tx.init(g))
+    assert u.dtype == dtype
+    np.testing.assert_allclose(np.asarray(u, np.float64), -g64 / np.linalg.norm(g64),
+                               rtol=1e-2)
+
+
+def test_isotropic_clip_of_float16_gradients_whose_squares_overflow():
+    dtype, value = jnp.float16, 3e4                 # value² > 65504, float16's maximum
+    g = {"a": jnp.full(3, value, dtype), "b": jnp.full((1,), -value, dtype)}
+    tx = optim.IsotropicClip(2.0)
+    u, _ = tx.update(g, tx.init(g))
+    # ‖g‖ = 2·value > 2: every entry scaled by 2/‖g‖ = 1/value → ±1
+    for leaf, sign in ((u["a"], 1.0), (u["b"], -1.0)):
+        assert leaf.dtype == dtype
+        np.testing.assert_allclose(np.asarray(leaf, np.float64), sign, rtol=1e-2)
+    small = {"a": jnp.asarray([0.5, -1.0], dtype)}
+    u, _ = tx.update(small, tx.init(small))
+    np.testing.assert_array_equal(np.asarray(u["a"], np.float64), [0.5, -1.0])  # untouched
+
+
+def test_inject_hyperparams_without_momentum_and_in_half_precision():
+    """`optax.inject_hyperparams` builds the chain from concrete arrays in `init` and traced
+    ones in a compiled `update`: both must build the same chain, and array
+    hyperparameters must not promote float16 state or updates."""
+    g = jnp.array([3.0, 4.0])
+    nsgd = optax.inject_hyperparams(optim.normalised_sgd)(learning_rate=1.0)
+    u, _ = jax.jit(nsgd.update)(g, nsgd.init(g))
+    np.testing.assert_allclose(np.asarray(u), [-0.6, -0.8], rtol=1e-6)
+    h = g.astype(jnp.float16)
+    for factory in (optim.adasgd, optim.normalised_sgd):
+        tx = optax.inject_hyperparams(factory)(learning_rate=0.5)
+        u, state = jax.jit(tx.update)(h, tx.init(h))
+        assert u.dtype == jnp.float16
+    # AdaSGD, first step: −η (1 − β₁) g / (√(‖g‖²/d) + ε), ‖g‖² = 25, d = 2
+    expected = -0.5 * 0.1 * np.array([3.0, 4.0]) / (np.sqrt(25 / 2) + 1e-8)
+    tx = optax.inject_hyperparams(optim.adasgd)(learning_rate=0.5)
+    u, state = jax.jit(tx.update)(h, tx.init(h))
+    np.testing.assert_allclose(np.asarray(u, np.float64), expected, rtol=2e-3)
+    assert state.inner_state[0].mu.dtype == jnp.float16

@@ -146,3 +146,21 @@ def test_fit_closure_flag_reaches_check(monkeypatch, capsys):
         assert cli.run(parser.parse_args(["taxdl.nn:LayerNorm", *flags])) == 0
         assert seen["fit_closure"] is expected
     assert "report" in capsys.readouterr().out
+
+
+def test_check_reports_usage_errors_with_exit_code_2(tmp_path, capsys):
+    """A target file that fails to import and out-of-range numbers are usage errors (exit 2,
+    one line on stderr), not tracebacks or a vacuous pass."""
+    from taxdl import cli
+
+    broken = tmp_path / "broken.py"
+    broken.write_text("def (\n")
+    assert cli.main(["check", f"{broken}:Thing"]) == 2
+    assert "could not import" in capsys.readouterr().err
+    raising = tmp_path / "raising.py"
+    raising.write_text("raise RuntimeError('no GPU here')\n")
+    assert cli.main(["check", f"{raising}:Thing"]) == 2
+    assert "RuntimeError: no GPU here" in capsys.readouterr().err
+    for flag, value in (("--samples", "0"), ("--n", "0"), ("--batch", "1")):
+        assert cli.main(["check", "taxdl.nn:ReLU", flag, value]) == 2
+        assert f"{flag} must be an integer >=" in capsys.readouterr().err

@@ -46,10 +46,18 @@ def load(target: str):
         sys.path.insert(0, os.path.dirname(path))
         try:
             spec.loader.exec_module(module)
+        except Exception as err:  # the user's file failed to run: a usage error, not a report
+            sys.modules.pop(name, None)
+            raise ValueError(f"could not import {module_name!r}: "
+                             f"{type(err).__name__}: {err}") from err
         finally:
             sys.path.remove(os.path.dirname(path))
     else:
-        module = importlib.import_module(module_name)
+        try:
+            module = importlib.import_module(module_name)
+        except Exception as err:
+            raise ValueError(f"could not import {module_name!r}: "
+                             f"{type(err).__name__}: {err}") from err
     obj = module
     for part in attr.split("."):
         try:
@@ -65,6 +73,12 @@ def run(args) -> int:
 
     from ..testing import SymmetryViolation, check
 
+    for flag, minimum in (("n", 1), ("examples", 1), ("batch", 2), ("samples", 1)):
+        value = getattr(args, flag)
+        if value is not None and value < minimum:
+            print(f"taxdl check: --{flag} must be an integer >= {minimum}, got {value}.",
+                  file=sys.stderr)
+            return 2
     try:
         obj = load(args.target)
     except (ValueError, ImportError) as err:

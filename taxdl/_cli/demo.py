@@ -401,8 +401,9 @@ def run(args) -> int:
                 raise ValueError(f"--{flag.replace('_', '-')} must be >= 1.")
         if args.steps is not None and args.steps < 1:
             raise ValueError("--steps must be >= 1.")
-        if args.learning_rate is not None and not args.learning_rate > 0:
-            raise ValueError("--learning-rate must be > 0.")
+        if args.learning_rate is not None and not 0 < args.learning_rate < math.inf:
+            raise ValueError(f"--learning-rate must be a finite number > 0, got "
+                             f"{args.learning_rate}.")
     except ValueError as err:
         print(f"taxdl demo: {err}", file=sys.stderr)
         return 2
@@ -428,7 +429,12 @@ def run(args) -> int:
     if not variants:
         print("taxdl demo: no model can run: " + "; ".join(notes), file=sys.stderr)
         return 2
-    os.makedirs(args.output, exist_ok=True)
+    try:
+        os.makedirs(args.output, exist_ok=True)
+    except OSError as err:
+        print(f"taxdl demo: cannot use --output {args.output!r} as a folder: {err}",
+              file=sys.stderr)
+        return 2
     loaded = {t: load_task(t) for t in tasks}
     steps = {t: args.steps or DEFAULT_STEPS[t] for t in tasks}
     print(f"taxdl demo: {len(variants)} models × {len(tasks)} tasks × {args.seeds} seeds")

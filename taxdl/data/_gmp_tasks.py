@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 
-from ._tasks import Task
+from ._tasks import IntLike, RealLike, Task, _check_int, _check_real
 
 
 def levy(x: np.ndarray) -> np.ndarray:
@@ -16,8 +16,8 @@ def levy(x: np.ndarray) -> np.ndarray:
     return np.sin(np.pi * w) ** 2 + (w - 1.0) ** 2 * (1.0 + np.sin(2 * np.pi * w) ** 2)
 
 
-def levy_regression(n_train: int = 200, n_test: int = 1000, noise: float = 0.1,
-                    low: float = -10.0, high: float = 10.0, seed: int = 0) -> Task:
+def levy_regression(n_train: IntLike = 200, n_test: IntLike = 1000, noise: RealLike = 0.1,
+                    low: RealLike = -10.0, high: RealLike = 10.0, seed: int = 0) -> Task:
     """1-D Levy regression (GmP paper §4.1.1, Fig 2): inputs uniform on [low, high],
     targets $f(x) + \\mathcal N(0, \\text{noise}^2)$ for training; the test set is a
     uniform grid with noise-free targets, so its RMSE measures how well f is recovered.
@@ -27,10 +27,10 @@ def levy_regression(n_train: int = 200, n_test: int = 1000, noise: float = 0.1,
 
     **Returns:** a regression [`Task`][taxdl.data.Task] with x `(N, 1)`, y `(N, 1)`.
     """
-    if n_train < 1 or n_test < 1:
-        raise ValueError(f"`n_train` and `n_test` must be >= 1, got {n_train}, {n_test}.")
-    if not (noise >= 0 and low < high):
-        raise ValueError(f"need noise >= 0 and low < high, got {noise}, {low}, {high}.")
+    n_train, n_test = _check_int("n_train", n_train, 1), _check_int("n_test", n_test, 1)
+    noise = _check_real("noise", noise, ">= 0", lambda v: v >= 0)
+    low = _check_real("low", low, "", lambda v: True)
+    high = _check_real("high", high, f"> low = {low:g}", lambda v: v > low)
     rng = np.random.default_rng(seed)
     x_train = rng.uniform(low, high, (n_train, 1))
     y_train = levy(x_train) + noise * rng.standard_normal((n_train, 1))
@@ -48,8 +48,8 @@ def _crescent(rng, num: int, centre, radius: float, start: float, stop: float,
     return points + noise * rng.standard_normal((num, 2))
 
 
-def banana(n_train: int = 400, n_test: int = 2000, noise: float = 0.25, seed: int = 0
-           ) -> Task:
+def banana(n_train: IntLike = 400, n_test: IntLike = 2000, noise: RealLike = 0.25,
+           seed: int = 0) -> Task:
     """2-D banana classification (GmP paper §4.1.2, Fig 3): two noisy, interleaved
     banana-shaped classes (a crescent opening downwards and one opening upwards nested
     in it), standardised to zero mean and unit variance per coordinate.
@@ -61,10 +61,8 @@ def banana(n_train: int = 400, n_test: int = 2000, noise: float = 0.25, seed: in
     **Returns:** a classification [`Task`][taxdl.data.Task] with x `(N, 2)` float32 and
     labels `(N,)` int32 in {0, 1}, balanced.
     """
-    if n_train < 2 or n_test < 2:
-        raise ValueError(f"`n_train` and `n_test` must be >= 2, got {n_train}, {n_test}.")
-    if not noise >= 0:
-        raise ValueError(f"`noise` must be >= 0, got {noise}.")
+    n_train, n_test = _check_int("n_train", n_train, 2), _check_int("n_test", n_test, 2)
+    noise = _check_real("noise", noise, ">= 0", lambda v: v >= 0)
     rng = np.random.default_rng(seed)
 
     def draw(num):

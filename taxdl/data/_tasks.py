@@ -3,10 +3,16 @@ a procedurally generated 1-D digit task, and scikit-learn's 8×8 handwritten dig
 
 import dataclasses
 import math
+import numbers
 
 import numpy as np
 
 TASKS = ("rotation", "digits1d", "digits")
+
+IntLike = int | np.integer
+"""A count: a Python or NumPy integer (checked >= a minimum, bool rejected)."""
+RealLike = int | float | np.integer | np.floating
+"""A real hyperparameter: a Python or NumPy number (checked finite and in range)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,6 +45,25 @@ class Task:
         return self.num_classes if self.kind == "classification" else self.y_train.shape[1]
 
 
+def _check_int(name: str, value, minimum: int) -> int:
+    """`value` as a Python int when it is an integer (Python or NumPy, not bool) >= `minimum`,
+    else a ValueError naming the argument."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral) \
+            or value < minimum:
+        raise ValueError(f"`{name}` must be an integer >= {minimum}, got {value!r}.")
+    return int(value)
+
+
+def _check_real(name: str, value, what: str, ok) -> float:
+    """`value` as a finite Python float for which `ok(value)` holds, else a ValueError
+    naming the argument and `what` it must be."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real) \
+            or not math.isfinite(value) or not ok(float(value)):
+        raise ValueError(f"`{name}` must be a finite number{' ' + what if what else ''}, "
+                         f"got {value!r}.")
+    return float(value)
+
+
 # ----------------------------------------------------------------------- rotation
 def rotation_matrix(angles_deg=(45.0, 45.0, 45.0)) -> np.ndarray:
     """$R = R_z(γ) R_y(β) R_x(α)$ for angles (α, β, γ) in degrees about the x, y, z axes."""
@@ -54,8 +79,9 @@ def _cap_points(polar: np.ndarray, azimuth: np.ndarray) -> np.ndarray:
                      np.cos(polar)], axis=-1)
 
 
-def hemisphere_rotation(n_polar: int = 16, n_azimuth: int = 48, cap_angle: float = 90.0,
-                        angles=(45.0, 45.0, 45.0), n_test: int = 1024, seed: int = 0) -> Task:
+def hemisphere_rotation(n_polar: IntLike = 16, n_azimuth: IntLike = 48,
+                        cap_angle: RealLike = 90.0, angles=(45.0, 45.0, 45.0),
+                        n_test: IntLike = 1024, seed: int = 0) -> Task:
     """Learn a fixed rotation of a spherical cap (CoLU paper §5.1, Figure 5).
 
     Inputs are the points of a polar grid on the cap of the unit sphere around the pole
@@ -75,11 +101,14 @@ def hemisphere_rotation(n_polar: int = 16, n_azimuth: int = 48, cap_angle: float
     **Returns:** a regression [`Task`][taxdl.data.Task]; `extras` holds `rotation` (3×3)
     and `rings` (a few latitude circles, shape (rings, points, 3), for plots).
     """
-    if not 0 < cap_angle <= 180:
-        raise ValueError(f"`cap_angle` must be in (0, 180] degrees, got {cap_angle!r}.")
-    for name, value in (("n_polar", n_polar), ("n_azimuth", n_azimuth), ("n_test", n_test)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 2:
-            raise ValueError(f"`{name}` must be an integer >= 2, got {value!r}.")
+    cap_angle = _check_real("cap_angle", cap_angle, "in (0, 180] degrees",
+                            lambda v: 0 < v <= 180)
+    n_polar, n_azimuth, n_test = (_check_int(name, value, 2) for name, value in (
+        ("n_polar", n_polar), ("n_azimuth", n_azimuth), ("n_test", n_test)))
+    if np.ndim(angles) != 1 or np.size(angles) != 3:
+        raise ValueError(f"`angles` must be three rotation angles in degrees (about x, y, z), "
+                         f"got {angles!r}.")
+    angles = tuple(_check_real("angles", a, "in degrees", lambda v: True) for a in angles)
     edge = math.radians(cap_angle)
     r = rotation_matrix(angles)
     polar, azimuth = np.meshgrid(np.linspace(0.0, edge, n_polar),
@@ -130,8 +159,8 @@ def _smooth_noise(rng, num: int, length: int, width: float) -> np.ndarray:
     return np.stack([np.convolve(row, k, mode="valid")[:length] for row in z])
 
 
-def digits_1d(n_train: int = 4000, n_test: int = 1000, length: int = 40,
-              noise: float = 0.1, seed: int = 0) -> Task:
+def digits_1d(n_train: IntLike = 4000, n_test: IntLike = 1000, length: IntLike = 40,
+              noise: RealLike = 0.1, seed: int = 0) -> Task:
     """A procedurally generated 1-D digit-classification task (in the spirit of MNIST-1D).
 
     Each example is one of ten length-12 templates placed at a random position in a window
@@ -143,13 +172,9 @@ def digits_1d(n_train: int = 4000, n_test: int = 1000, length: int = 40,
     **Returns:** a classification [`Task`][taxdl.data.Task] with 10 classes; inputs are
     standardised with the training statistics.
     """
-    for name, value in (("n_train", n_train), ("n_test", n_test)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 10:
-            raise ValueError(f"`{name}` must be an integer >= 10, got {value!r}.")
-    if isinstance(length, bool) or not isinstance(length, int) or length < 16:
-        raise ValueError(f"`length` must be an integer >= 16, got {length!r}.")
-    if not noise >= 0:
-        raise ValueError(f"`noise` must be >= 0, got {noise!r}.")
+    n_train, n_test = _check_int("n_train", n_train, 10), _check_int("n_test", n_test, 10)
+    length = _check_int("length", length, 16)
+    noise = _check_real("noise", noise, ">= 0", lambda v: v >= 0)
     rng = np.random.default_rng(seed)
     templates = _templates()
     num = n_train + n_test
@@ -178,15 +203,15 @@ def digits_1d(n_train: int = 4000, n_test: int = 1000, length: int = 40,
 
 
 # ----------------------------------------------------------------------- 8×8 digits
-def sklearn_digits(test_fraction: float = 0.2, seed: int = 0) -> Task:
+def sklearn_digits(test_fraction: RealLike = 0.2, seed: int = 0) -> Task:
     """scikit-learn's 8×8 handwritten digits (1797 images shipped inside the package; the
     optional extra `taxdl[digits]`), flattened to 64 inputs scaled to [0, 1] and split at
     random into training and test sets.
 
     Raises `ImportError` with the install command when scikit-learn is missing.
     """
-    if not 0 < test_fraction < 1:
-        raise ValueError(f"`test_fraction` must be in (0, 1), got {test_fraction!r}.")
+    test_fraction = _check_real("test_fraction", test_fraction, "in (0, 1)",
+                                lambda v: 0 < v < 1)
     try:
         from sklearn.datasets import load_digits
     except ImportError:

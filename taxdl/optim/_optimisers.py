@@ -15,6 +15,7 @@ from ..taxonomy import Signature, Taxonomy, as_function, register, signature
 from ._base import AbstractOptimiser
 from ._transforms import (
     _check_learning_rate,
+    _clip_by_global_norm,
     _check_nonneg,
     _check_unit,
     normalise_by_global_norm,
@@ -125,7 +126,8 @@ class NormalisedSGD(AbstractOptimiser):
 
 class IsotropicClip(AbstractOptimiser):
     """Isotropic gradient clipping: rescale the whole gradient to global norm at most
-    `max_norm`, $g \\min(1, c/\\|g\\|_2)$ (`optax.clip_by_global_norm`). A gradient
+    `max_norm`, $g \\min(1, c/\\|g\\|_2)$ (as `optax.clip_by_global_norm`, with the norm
+    accumulated in float32 also for float16/bfloat16 gradients). A gradient
     transformation: chain it before an optimiser.
 
     **Symmetry:** algebraically O(d)-equivariant (the isotropic alternative the
@@ -142,7 +144,7 @@ class IsotropicClip(AbstractOptimiser):
         self.max_norm = _check_nonneg(max_norm, "max_norm", "IsotropicClip", positive=True)
 
     def as_optax(self) -> optax.GradientTransformation:
-        return _standard_promotion(optax.clip_by_global_norm(self.max_norm))
+        return _clip_by_global_norm(self.max_norm, "IsotropicClip")
 
 
 class SGD(AbstractOptimiser):

@@ -70,6 +70,41 @@ def _check_mu_dtype(mu_dtype, who: str):
     return mu_dtype
 
 
+def _check_inexact(tree, what: str, who: str) -> None:
+    """Raise unless every leaf of `tree` is a floating or complex array: an integer or
+    boolean leaf has no gradient, and counting it would change the global norm and the
+    dimension d of the isotropic update."""
+    for path, leaf in jax.tree_util.tree_flatten_with_path(tree)[0]:
+        dtype = jnp.result_type(leaf)
+        if not jnp.issubdtype(dtype, jnp.inexact):
+            raise TypeError(
+                f"{who}: every leaf of `{what}` must be a floating or complex array, got "
+                f"dtype {dtype} at {jax.tree_util.keystr(path) or 'the root'}. Leave "
+                "non-trainable leaves out (e.g. `eqx.filter(params, eqx.is_inexact_array)`, "
+                "which puts None in their place) or wrap the optimiser in `optax.masked`.")
+
+
+def _cast(value, dtype):
+    """A hyperparameter for arithmetic with arrays of `dtype`: Python numbers stay as they
+    are (weakly typed), arrays (e.g. from `optax.inject_hyperparams`) are cast."""
+    return value if _is_real(value) else jnp.asarray(value).astype(dtype)
+
+
+def _wide(dtype, acc):
+    """The dtype holding both `dtype` and the accumulation dtype `acc` (the standard
+    promotion lattice, asked for explicitly, also under strict promotion)."""
+    with jax.numpy_dtype_promotion("standard"):
+        return jnp.promote_types(dtype, acc)
+
+
+def _divide(x, denom):
+    """`x / denom` for a leaf `x` and a real scalar `denom` > 0 of the accumulation
+    dtype, computed in the wider of the two dtypes (a float16 leaf divided by a tiny
+    norm must not overflow through a float16 reciprocal) and returned in `x`'s dtype."""
+    wide = _wide(x.dtype, denom.dtype)
+    return (x.astype(wide) / denom.astype(wide)).astype(x.dtype)
+
+
 def _accumulation_dtype(leaves):
     wide = any(leaf.dtype in (jnp.float64, jnp.complex128) for leaf in leaves)
     return jnp.float64 if wide else jnp.float32
@@ -131,6 +166,7 @@ def scale_by_adasgd(b1: ArrayLike = 0.9, b2: ArrayLike = 0.999, eps: ArrayLike =
     mu_dtype = _check_mu_dtype(mu_dtype, "scale_by_adasgd")
 
     def init_fn(params):
+        _check_inexact(params, "params", "scale_by_adasgd")
         leaves = jax.tree.leaves(params)
         mu = otu.tree_zeros_like(params, dtype=mu_dtype)
         return ScaleByAdaSGDState(count=jnp.zeros([], jnp.int32), mu=mu,
@@ -138,16 +174,25 @@ def scale_by_adasgd(b1: ArrayLike = 0.9, b2: ArrayLike = 0.999, eps: ArrayLike =
 
     def update_fn(updates, state, params=None):
         del params
+        _check_inexact(updates, "updates", "scale_by_adasgd")
         leaves = jax.tree.leaves(updates)
         d = sum(leaf.size for leaf in leaves)
-        nu = b2 * state.nu + (1 - b2) * _global_sq_norm(updates, state.nu.dtype)
-        mu = jax.tree.map(lambda m, g: (b1 * m + (1 - b1) * g.astype(m.dtype)).astype(m.dtype),
-                          state.mu, updates)
+        acc = state.nu.dtype
+        b2_, eps_ = _cast(b2, acc), _cast(eps, acc)
+        nu = b2_ * state.nu + (1 - b2_) * _global_sq_norm(updates, acc)
+
+        def moment(m, g):
+            b1_ = _cast(b1, m.dtype)
+            return (b1_ * m + (1 - b1_) * g.astype(m.dtype)).astype(m.dtype)
+
+        mu = jax.tree.map(moment, state.mu, updates)
         count = optax.safe_increment(state.count)
-        nu_hat = nu / (1 - b2 ** count.astype(nu.dtype))
-        denom = jnp.sqrt(nu_hat / max(d, 1)) + eps
-        scale = jnp.where(denom > 0, 1 / jnp.where(denom > 0, denom, 1), 0)
-        new = jax.tree.map(lambda m, g: (scale.astype(m.dtype) * m).astype(g.dtype), mu, updates)
+        nu_hat = nu / (1 - b2_ ** count.astype(acc))
+        denom = jnp.sqrt(nu_hat / max(d, 1)) + eps_
+        safe = jnp.where(denom > 0, denom, 1)
+        # 0/0 (ε = 0, every gradient so far zero) is read as 0
+        new = jax.tree.map(lambda m, g: jnp.where(denom > 0, _divide(m, safe), 0).astype(g.dtype),
+                           mu, updates)
         return new, ScaleByAdaSGDState(count=count, mu=mu, nu=nu)
 
     return optax.GradientTransformation(init_fn, update_fn)
@@ -192,17 +237,20 @@ def normalise_by_global_norm(eps: ArrayLike = 1e-8) -> optax.GradientTransformat
     eps = _check_nonneg(eps, "eps", "normalise_by_global_norm")
 
     def init_fn(params):
-        del params
+        _check_inexact(params, "params", "normalise_by_global_norm")
         return optax.EmptyState()
 
     def update_fn(updates, state, params=None):
         del params
+        _check_inexact(updates, "updates", "normalise_by_global_norm")
         leaves = jax.tree.leaves(updates)
         dtype = _accumulation_dtype(leaves)
         norm = jnp.sqrt(_global_sq_norm(updates, dtype))
-        denom = norm + eps
-        scale = jnp.where(denom > 0, 1 / jnp.where(denom > 0, denom, 1), 0)
-        return jax.tree.map(lambda g: (scale.astype(g.dtype) * g), updates), state
+        denom = norm + _cast(eps, dtype)
+        safe = jnp.where(denom > 0, denom, 1)
+        # with ε = 0 the zero gradient stays zero
+        return jax.tree.map(lambda g: jnp.where(denom > 0, _divide(g, safe), 0).astype(g.dtype),
+                            updates), state
 
     return optax.GradientTransformation(init_fn, update_fn)
 
@@ -217,10 +265,39 @@ def normalised_sgd(learning_rate: optax.ScalarOrSchedule, momentum: ArrayLike = 
 
     **Symmetry:** algebraically O(d)-equivariant; scale-invariant when ε = 0.
     """
-    momentum = _check_unit(momentum, "momentum", "normalised_sgd")
+    checked = _check_unit(momentum, "momentum", "normalised_sgd")
     parts = [normalise_by_global_norm(eps)]
-    if not isinstance(momentum, float) or momentum > 0:  # traced: keep the trace
-        parts.append(optax.trace(decay=momentum, nesterov=nesterov))
+    # an array momentum (as `optax.inject_hyperparams` passes it, concrete in `init` and
+    # traced in a compiled `update`) always gets a trace, so both build the same chain
+    if not _is_real(momentum) or checked > 0:
+        parts.append(optax.trace(decay=checked, nesterov=nesterov))
     parts.append(optax.scale_by_learning_rate(_check_learning_rate(learning_rate,
                                                                    "normalised_sgd")))
     return optax.chain(*parts)
+
+
+# ============================================================================ clipping
+def _clip_by_global_norm(max_norm: float, who: str) -> optax.GradientTransformation:
+    """$g \\min(1, c/\\|g\\|_2)$ with the global norm over the whole tree accumulated in
+    float32 (float64 for float64 leaves), so float16/bfloat16 gradients whose squares
+    overflow their own dtype are still clipped to norm `c` (stateless)."""
+
+    def init_fn(params):
+        _check_inexact(params, "params", who)
+        return optax.EmptyState()
+
+    def update_fn(updates, state, params=None):
+        del params
+        _check_inexact(updates, "updates", who)
+        dtype = _accumulation_dtype(jax.tree.leaves(updates))
+        norm = jnp.sqrt(_global_sq_norm(updates, dtype))
+        clip = norm > max_norm
+        factor = jnp.where(clip, max_norm / jnp.where(clip, norm, 1), 1).astype(dtype)
+
+        def scale(g):
+            wide = _wide(g.dtype, dtype)
+            return (g.astype(wide) * factor.astype(wide)).astype(g.dtype)
+
+        return jax.tree.map(scale, updates), state
+
+    return optax.GradientTransformation(init_fn, update_fn)
