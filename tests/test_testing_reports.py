@@ -2,6 +2,7 @@
 arguments, closure cells of classes with one member, and witnesses for trivial closure
 cells."""
 
+import math
 from typing import ClassVar
 
 import equinox as eqx
@@ -65,6 +66,30 @@ def test_a_violation_only_random_rows_see_is_reported_shrunk(monkeypatch):
 
 
 # ---------------------------------------------------------------- arguments
+@pytest.mark.parametrize("name,value", [("n", 0), ("n", True), ("samples", 0),
+                                        ("test_elements", 0), ("data_batch", 0),
+                                        ("members", -1)])
+def test_run_sizes_outside_their_range_are_rejected(name, value):
+    kwargs = {"n": 4, **FAST, name: value}
+    with pytest.raises(ValueError, match=f"`{name}`.*integer >="):
+        check(tnn.Tanh(), **kwargs)
+
+
+def test_too_few_samples_to_ever_reject_are_rejected():
+    """With s samples per side the smallest Kolmogorov–Smirnov p-value is that of
+    complete separation (D = 1), exactly 2/C(2s, s) under the null; when it is not below
+    alpha/(probes × elements) no probabilistic cell could fail. The error names the
+    smallest sufficient count (the checker's asymptotic p-values bracket the exact ones
+    within two steps of s)."""
+    with pytest.raises(ValueError, match="`samples` = 8 is too few") as info:
+        check(tnn.LayerNorm(4), n=4, samples=8, **FAST)
+    enough = int(str(info.value).split("at least ")[1].rstrip("."))
+    threshold = 1e-3 / (3 * 5 * 3)
+    exact = [2 / math.comb(2 * s, s) for s in (enough - 2, enough)]
+    assert exact[1] < threshold < exact[0]
+    check(tnn.LayerNorm(4), n=4, samples=enough, raise_on_failure=False, **FAST)
+
+
 @pytest.mark.parametrize("alpha", [0.0, 1.0, -0.1, 1.5, float("nan")])
 def test_alpha_outside_the_open_unit_interval_is_rejected(alpha):
     with pytest.raises(ValueError, match=r"`alpha`.*\(0, 1\)"):

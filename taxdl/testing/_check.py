@@ -41,7 +41,7 @@ from ._report import (
 )
 from ._fit import closure_residuals as fit_residuals
 from ._memory import relieve_map_pressure
-from ._stats import two_sample_test
+from ._stats import PROBE_NAMES, ks_pvalue, two_sample_test
 from ._subject import as_linear, cast, display_name, resolve
 
 RELATIONS = {
@@ -143,6 +143,28 @@ def _check_alpha(alpha) -> None:
                          f"in the open interval (0, 1), got {alpha!r}.")
 
 
+def _check_counts(n, samples, test_elements, alpha, data_batch, members) -> None:
+    """Sizes of a run: integers in their meaningful ranges, and enough probabilistic
+    samples that a two-sample test could reject at all."""
+    def integer(value, name, low, what):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+            raise ValueError(f"`{name}` ({what}) must be an integer >= {low}, got {value!r}.")
+
+    if n is not None:
+        integer(n, "n", 1, "the input dimension, or None for the primitive's own")
+    integer(test_elements, "test_elements", 1, "group elements per probabilistic test")
+    integer(data_batch, "data_batch", 1, "the batch given to the data_call hook")
+    integer(members, "members", 0, "generic members of a parameterised class")
+    integer(samples, "samples", 2, "random functions per side of a probabilistic test")
+    # the smallest p-value a test can give is that of two completely separated samples
+    threshold = alpha / (3 * len(PROBE_NAMES) * test_elements)
+    if ks_pvalue(1.0, samples, samples) >= threshold:
+        enough = next(k for k in range(samples, 10**6) if ks_pvalue(1.0, k, k) < threshold)
+        raise ValueError(f"`samples` = {samples} is too few: no probabilistic cell could fail "
+                         f"at alpha = {alpha} with {test_elements} test element(s); use at "
+                         f"least {enough}.")
+
+
 def make_context(obj, n, dtype, *, examples=50, batch=32, samples=1024, test_elements=3,
                  alpha=1e-3, data_batch=64, key=None, rtol=None, atol=None, members=2,
                  shapes=None, field="real", fit_closure=False
@@ -150,6 +172,7 @@ def make_context(obj, n, dtype, *, examples=50, batch=32, samples=1024, test_ele
     """Resolve what is checked and fix everything a run shares. `obj` is a primitive
     (instance, class, factory) or, with `shapes`, any function."""
     _check_alpha(alpha)
+    _check_counts(n, samples, test_elements, alpha, data_batch, members)
     relieve_map_pressure()
     if shapes is None:
         prim = resolve(obj)
@@ -988,7 +1011,8 @@ def check_cell(ctx: Context, generation: Generation, flavour: Flavour, cell: Cel
         if cell.trivial:
             result.status, result.note = "skipped", f"not applicable: {err}"
             return result
-        raise ValueError(f"{ctx.name}: the {result.label} cell cannot be checked: {err}.") \
+        raise ValueError(f"{ctx.name}: the {result.label} cell cannot be checked: "
+                         f"{str(err).rstrip('.')}.") \
             from None
     if not cell.trivial:
         try:
