@@ -98,6 +98,25 @@ def test_sklearn_digits_task():
     assert 0.0 <= t.x_train.min() and t.x_train.max() <= 1.0
 
 
+@pytest.mark.parametrize("fraction,expected", [(1e-6, 1), (0.5, 6), (1 - 1e-6, 11)])
+def test_digits_split_keeps_both_sets_non_empty(monkeypatch, fraction, expected):
+    """A stand-in for scikit-learn's loader (12 images): the test set has
+    round(fraction · 12) images, at least one and at most 11."""
+    import sys
+    import types
+
+    from taxdl.data import sklearn_digits
+
+    fake = types.ModuleType("sklearn.datasets")
+    fake.load_digits = lambda: types.SimpleNamespace(
+        data=np.arange(12 * 64, dtype=float).reshape(12, 64) % 17,
+        target=np.arange(12) % 10)
+    monkeypatch.setitem(sys.modules, "sklearn", types.ModuleType("sklearn"))
+    monkeypatch.setitem(sys.modules, "sklearn.datasets", fake)
+    t = sklearn_digits(test_fraction=fraction)
+    assert len(t.x_test) == expected and len(t.x_train) == 12 - expected
+
+
 def test_boundary_distortion():
     import jax.numpy as jnp
 

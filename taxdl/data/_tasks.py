@@ -222,7 +222,8 @@ def sklearn_digits(test_fraction: RealLike = 0.2, seed: int = 0) -> Task:
     x = np.asarray(data.data, np.float64) / 16.0
     y = np.asarray(data.target, np.int32)
     order = np.random.default_rng(seed).permutation(len(x))
-    n_test = int(round(test_fraction * len(x)))
+    # both sets non-empty for every fraction in (0, 1)
+    n_test = min(max(int(round(test_fraction * len(x))), 1), len(x) - 1)
     test, train = order[:n_test], order[n_test:]
     f32 = lambda a: np.asarray(a, np.float32)
     return Task("digits", "classification", f32(x[train]), y[train], f32(x[test]), y[test],
