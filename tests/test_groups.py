@@ -818,3 +818,59 @@ def test_block_groups_keep_blocks_together():
         True, False, False]
     assert not bool(G.BlockScaleShift(6, 3, positive=True).contains(ok)[0])
     assert not bool(G.BlockScaleShift(6, 3, scales=False).contains(ok)[0])
+
+
+def test_general_linear_membership_does_not_depend_on_the_scale():
+    """aI is invertible for every a ≠ 0 in every dimension (|det| = |a|ⁿ is not a test of
+    invertibility); a rank-deficient matrix is not, at any scale."""
+    for a in (0.1, 1e-3, 1e3):
+        for n in (2, 8):
+            e = G.linear_element(a * jnp.eye(n))
+            assert bool(G.GeneralLinear(n).contains(e)), (a, n)
+            assert bool(G.Affine(n).contains(G.Element(e.matrix, jnp.ones(n)))), (a, n)
+    q = G.Orthogonal(8).sample(KEY, 16)
+    small = G.linear_element(0.2 * q.matrix)  # a similarity of scale 0.2: in ℝ×·O(8) ⊂ GL(8)
+    assert bool(jnp.all(G.ConformalLinear(8).contains(small)))
+    assert bool(jnp.all(G.GeneralLinear(8).contains(small)))
+    for a in (1e-3, 1.0, 1e3):
+        singular = G.linear_element(a * jnp.array([[1.0, 2.0], [2.0, 4.0]]))
+        assert not bool(G.GeneralLinear(2).contains(singular)), a
+    assert not bool(G.GeneralLinear(3).contains(G.linear_element(jnp.zeros((3, 3)))))
+
+
+@pytest.mark.parametrize("dtype", [jnp.float16, jnp.bfloat16])
+@pytest.mark.parametrize("group", [
+    G.Orthogonal(4), G.SpecialOrthogonal(4), G.GeneralLinear(4), G.Dihedral(2, k=6),
+    G.Lorentz(3), G.SU2(3, rep="adjoint"), G.Product(G.Scaling(positive=True),
+                                                     G.SignedPermutation(), n=4),
+], ids=lambda g: g.name)
+def test_half_precision_elements_are_tested_at_their_precision(group, dtype):
+    """Membership of half-precision elements runs (determinants are taken in float32) and,
+    by default, tolerates their rounding; an element off by far more is still rejected."""
+    e = group.sample(KEY, 16, dtype)
+    assert e.matrix.dtype == dtype and e.shift.dtype == dtype
+    assert bool(jnp.all(group.contains(e)))
+    if group.isometric:
+        stretched = G.linear_element((e.matrix.astype(jnp.float32) * 1.25).astype(dtype))
+        assert not bool(jnp.any(group.contains(stretched)))
+
+
+@pytest.mark.parametrize("dtype", [jnp.int32, jnp.bool_])
+def test_sample_rejects_a_non_floating_dtype(dtype):
+    for group in (G.Orthogonal(3), G.Permutation(3)):
+        with pytest.raises(TypeError, match="`dtype` must be a floating or complex dtype"):
+            group.sample(KEY, 2, dtype)
+
+
+def test_block_diagonal_supergroups_contain_its_elements():
+    """A block-diagonal group with a translation factor lies in Aff(n), not in GL(n); one of
+    linear factors lies in GL(n). Complex factors cannot be placed in its real matrices."""
+    for group, expected in ((G.BlockDiagonal(G.Translations(2), G.Orthogonal(2)), "Aff(4)"),
+                            (G.BlockDiagonal(G.Orthogonal(2), G.Permutation(3)), "GL(5)")):
+        sups = group.supergroups()
+        assert [s.name for s in sups] == [expected]
+        e = group.sample(KEY, 16)
+        assert all(bool(jnp.all(s.contains(e))) for s in sups)
+        assert all(G.is_subgroup(group, s) for s in sups)
+    with pytest.raises(ValueError, match="factors must be real groups; got U\\(2\\)"):
+        G.BlockDiagonal(G.Unitary(2), G.Orthogonal(1))

@@ -312,3 +312,44 @@ def test_integer_inputs_raise_instead_of_truncating(call):
     # (under the test suite's runtime type checking the annotation rejects them first)
     with pytest.raises(TypeError, match="`x`|'x'"):
         call(jnp.array([3, -4, 1, 2]))
+
+
+@pytest.mark.parametrize("dtype", [jnp.float16, jnp.bfloat16])
+def test_isotropic_min_max_in_half_precision_near_the_orthogonal_plane(dtype):
+    """x·n = 0.005‖x‖‖n‖ is far from orthogonal at half precision: eq 56 moves x by the
+    factor ‖n‖²/(x·n) ≈ 200 and eq 55 clips 300x back to the plane (not the identity)."""
+    x, n = np.array([1.0, 0.0]), np.array([0.005, 1.0])
+    for f, ref, xs in ((tf.isotropic_max, np_iso_max, x), (tf.isotropic_min, np_iso_min, 300 * x)):
+        y = f(jnp.asarray(xs, dtype), jnp.asarray(n, dtype))
+        assert y.dtype == dtype
+        expect = ref(np.asarray(jnp.asarray(xs, dtype), np.float64),
+                     np.asarray(jnp.asarray(n, dtype), np.float64))
+        np.testing.assert_allclose(np.asarray(y, np.float64), expect, rtol=1e-2)
+        g = jax.grad(lambda a, f=f: jnp.sum(f(a, jnp.asarray(n, dtype)).astype(jnp.float32)))(
+            jnp.asarray(xs, dtype))
+        assert g.dtype == dtype and not bool(jnp.any(jnp.isnan(g)))
+
+
+def test_multi_head_sum_cells_follow_a_non_isometric_activation():
+    """With ReLU (algebraic E = Sₙ⋉(ℝ×₊)ⁿ) eq 69 keeps the positive monomials in closure
+    ($PD\\,\\mathrm{ReLU}(z) = \\mathrm{ReLU}(PDz)$), Sₙ in law on the left and ℝ×₊ × Sₙ in
+    law for E (the scale cancels in the conjugation)."""
+    m = tnn.MultiHeadSum(5, 3, activation=tnn.ReLU(), key=jax.random.key(0))
+    t = m.taxonomy
+    assert t.cell("closure", "L").group.name == "S_n⋉(ℝ×₊)^n"
+    assert t.cell("closure", "E").group.name == "S_n⋉(ℝ×₊)^n"
+    assert t.cell("probabilistic", "L").group.name == "S_n"
+    assert t.cell("probabilistic", "E").group.name == "ℝ×₊ × S_n"
+    # the identities behind the cells, in NumPy
+    r = rng(11)
+    w, b, x = r.normal(size=(3, 5, 5)), r.normal(size=(3, 5)), r.normal(size=5)
+    relu = lambda z: np.maximum(z, 0)  # noqa: E731
+    f = lambda w, b, x: sum(relu(w[j] @ x + b[j]) for j in range(3))  # noqa: E731
+    pd = np.eye(5)[r.permutation(5)] * np.array([0.5, 2.0, 1.0, 3.0, 0.25])
+    np.testing.assert_allclose(pd @ f(w, b, x), f(pd @ w, b @ pd.T, x), rtol=1e-12)
+    ap = 2.5 * np.eye(5)[r.permutation(5)]
+    zero = np.zeros((3, 5))
+    np.testing.assert_allclose(np.linalg.solve(ap, f(w, zero, ap @ x)),
+                               f(np.linalg.solve(ap, w) @ ap, zero, x), rtol=1e-12)
+    tanh = tnn.MultiHeadSum(5, 2, activation=tnn.Tanh(), key=jax.random.key(0)).taxonomy
+    assert tanh.cell("probabilistic", "E").group.name == "B_n"

@@ -134,7 +134,11 @@ class AbstractGroup(eqx.Module):
         self._require_n()
         if isinstance(num, bool) or not isinstance(num, int) or num < 1:
             raise ValueError(f"`num` must be a positive integer, got {num!r}.")
-        return _jit_sample(self, key, num, jnp.dtype(dtype))
+        dtype = jnp.dtype(dtype)
+        if not jnp.issubdtype(dtype, jnp.inexact):
+            raise TypeError(f"{self.name}: `dtype` must be a floating or complex dtype "
+                            f"(e.g. float32), got {dtype}.")
+        return _jit_sample(self, key, num, dtype)
 
     def identity(self, dtype=jnp.float32) -> Element:
         """The identity element of the bound group."""
@@ -170,8 +174,13 @@ class AbstractGroup(eqx.Module):
             jnp.einsum("...ij,...j->...i", a.matrix, b.shift) + a.shift,
         )
 
-    def contains(self, element: Element, atol: float = 1e-5) -> Bool[Array, "*batch"]:
+    def contains(self, element: Element, atol: float | None = None
+                 ) -> Bool[Array, "*batch"]:
         """Whether `element` (or each element of a batch) belongs to the bound group.
+
+        `atol` is the tolerance of the defining equations (e.g. $\\|M^TM - I\\|_{\\max}$);
+        by default 1e-5, widened for half-precision elements to what their rounding
+        allows (`membership_atol`). Half-precision elements are tested in float32.
 
         Raises `ValueError` if the element's matrix is not `(..., d, d)` for this group.
         """
@@ -182,6 +191,10 @@ class AbstractGroup(eqx.Module):
                 f"got matrix shape {element.matrix.shape} and shift shape "
                 f"{element.shift.shape}."
             )
+        if atol is None:
+            atol = max(membership_atol(element.matrix.dtype),
+                       membership_atol(element.shift.dtype))
+        element = Element(_widen_half(element.matrix), _widen_half(element.shift))
         return _jit_contains(self, element, float(atol))
 
     @abc.abstractmethod
@@ -290,6 +303,23 @@ def _small_program(fun):
 
 _jit_sample = _small_program(_sample)
 _jit_contains = _small_program(_contains)
+
+
+_HALF = (jnp.dtype(jnp.float16), jnp.dtype(jnp.bfloat16))
+
+
+def membership_atol(dtype) -> float:
+    """The default tolerance of `contains` for elements stored in `dtype`: 1e-5, or four
+    machine epsilons for half precisions (whose rounding alone moves, e.g., the Gram
+    matrix of an orthogonal matrix by about one epsilon)."""
+    dtype = jnp.dtype(dtype)
+    return 4 * float(jnp.finfo(dtype).eps) if dtype in _HALF else 1e-5
+
+
+def _widen_half(a: Array) -> Array:
+    """`a` in float32 if it is half precision (membership tests use determinants, which
+    have no half-precision kernels), else unchanged."""
+    return a.astype(jnp.float32) if a.dtype in _HALF else a
 
 
 def _both_inexact(a, b) -> bool:

@@ -126,7 +126,7 @@ class SU2(AbstractCompactGroup):
         if self.rep == "standard" or element.matrix.shape[-1] == 3:
             return element
         r = su2_adjoint(element.matrix)
-        return linear_element(r.astype(work_dtype(dtype)))
+        return linear_element(r.astype(dtype))
 
     def _contains(self, element, atol):
         m = element.matrix

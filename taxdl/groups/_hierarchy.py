@@ -209,7 +209,16 @@ _register(Lorentz, lambda g: _bind((GeneralLinear(),), g.n)
 _register(PermutationPhase, lambda g: _bind((Unitary(),), g.n))
 _register(Unitary, lambda g: ())
 _register(SU2, lambda g: (Unitary(2),) if g.rep == "standard" else (Orthogonal(3),))
-_register(BlockDiagonal, lambda g: _bind((GeneralLinear(),), g.n))
+def _block_diagonal_supergroups(g: BlockDiagonal) -> tuple[AbstractGroup, ...]:
+    # GL(n) holds the block-diagonal maps only when every factor is linear; a factor
+    # with translations (T(k), E(k), …) puts the product in Aff(n) only.
+    for family in (GeneralLinear(), Affine()):
+        if all(is_subgroup(f, family) for f in g.factors):
+            return _bind((family,), g.n)
+    return ()
+
+
+_register(BlockDiagonal, _block_diagonal_supergroups)
 
 
 def scalings_times(within: AbstractGroup) -> AbstractGroup:

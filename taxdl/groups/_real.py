@@ -242,6 +242,10 @@ class SpecialOrthogonal(AbstractCompactGroup):
 class GeneralLinear(AbstractNoncompactGroup):
     """The general linear group GL(n).
 
+    Membership asks for a matrix invertible to the tolerance relative to its scale
+    (smallest singular value above `atol` times the largest), so $aI$ belongs for every
+    $a \\ne 0$ in every dimension.
+
     GL(n) is not compact, so there is no Haar probability measure: `sample` draws
     well-conditioned elements (**not Haar**) as $U \\operatorname{diag}(s) V$ with $U, V$
     Haar-orthogonal and $\\log s$ uniform on $[\\log \\tfrac12, \\log 2]$, so every sample has
@@ -260,9 +264,13 @@ class GeneralLinear(AbstractNoncompactGroup):
         return linear_element((u * s[..., None, :]) @ v)
 
     def _contains(self, element, atol):
+        # Invertible to `atol` relative to its own scale: σ_min(M) > atol·σ_max(M), so
+        # that membership does not depend on the scale of M (|det M| of aI is aⁿ).
         m = element.matrix
         finite = jnp.all(jnp.isfinite(m), axis=(-2, -1))
-        return finite & (jnp.abs(jnp.linalg.det(m)) > atol) & zero_shift(element, atol)
+        s = jnp.linalg.svd(jnp.where(finite[..., None, None], m, 0), compute_uv=False)
+        invertible = s[..., -1] > atol * s[..., 0]
+        return finite & invertible & zero_shift(element, atol)
 
 
 def ones_complement_basis(n: int, dtype) -> Array:

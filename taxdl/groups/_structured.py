@@ -140,6 +140,11 @@ class BlockDiagonal(AbstractGroup):
                     "BlockDiagonal factors must be groups with a bound dimension, e.g. "
                     f"`Orthogonal(3)`; got {f!r}."
                 )
+            if f.field == "complex":
+                raise ValueError(
+                    "BlockDiagonal acts on real space: its factors must be real groups; "
+                    f"got {f.name}, which acts on complex space."
+                )
         self.factors = tuple(factors)
 
     @property

@@ -12,7 +12,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from .._numerics import require_floating, safe_norm
+from .._numerics import compute_dtype, require_floating, safe_norm
 from ..activations._functional import isotropic_tanh
 from ..normalisers._functional import unit_vector
 
@@ -25,7 +25,10 @@ def _ray_terms(x, n):
     $x'\\cdot n'$ is then only tiny when x and n are (numerically) orthogonal, and a dot
     below $\\sqrt{\\text{tiny}}$ — far below its own rounding error — counts as 0 (the
     identity case of eqs 55–56), which keeps $1/(x'\\cdot n')^2$ finite in the gradient.
-    Returns (d', nn', s_n/s_x, orthogonal)."""
+    Computed in `compute_dtype` (float32 for half precisions, whose smallest normal
+    number would put the threshold at ~8e-3). Returns (d', nn', s_n/s_x, orthogonal)."""
+    work = compute_dtype(x.dtype)
+    x, n = x.astype(work), n.astype(work)
     sx = jax.lax.stop_gradient(jnp.max(jnp.abs(x), axis=-1, keepdims=True))
     sn = jax.lax.stop_gradient(jnp.max(jnp.abs(n), axis=-1, keepdims=True))
     sx, sn = jnp.where(sx > 0, sx, 1), jnp.where(sn > 0, sn, 1)
@@ -56,7 +59,7 @@ def isotropic_min(x: Float[Array, "*b n"], n: Float[Array, "*#b n"]) -> Float[Ar
     d, nn, ratio, orthogonal = _ray_terms(x, n)
     clip = ~orthogonal & (d > 0) & (d > ratio * nn)   # beyond the hyperplane
     factor = jnp.where(clip, ratio * _safe_ratio(nn, d, clip), 1)
-    return (factor * x).astype(x.dtype)
+    return (factor * x.astype(factor.dtype)).astype(x.dtype)
 
 
 def isotropic_max(x: Float[Array, "*b n"], n: Float[Array, "*#b n"]) -> Float[Array, "*b n"]:
@@ -76,9 +79,9 @@ def isotropic_max(x: Float[Array, "*b n"], n: Float[Array, "*#b n"]) -> Float[Ar
     require_floating(n, "isotropic_max", "n")
     d, nn, ratio, orthogonal = _ray_terms(x, n)
     move = ~orthogonal & (d < ratio * nn)
-    big = jnp.finfo(x.dtype).max
+    big = jnp.finfo(d.dtype).max
     factor = jnp.where(move, jnp.clip(ratio * _safe_ratio(nn, d, move), -big, big), 1)
-    return (factor * x).astype(x.dtype)
+    return (factor * x.astype(factor.dtype)).astype(x.dtype)
 
 
 def isotropic_multiply(x: Float[Array, "*b n"], n: Float[Array, "*#b n"]

@@ -6,12 +6,20 @@ import jax.numpy as jnp
 from jax import named_scope
 from jaxtyping import Array, Float, PRNGKeyArray
 
-from ...groups import Affine, Orthogonal, is_subgroup
+from ...groups import (
+    Affine,
+    ConformalLinear,
+    GeneralLinear,
+    Orthogonal,
+    Trivial,
+    is_subgroup,
+)
 from ...taxonomy import (
     AbstractLayer,
     Flavour,
     Signature,
     Taxonomy,
+    meet,
     register,
     reinitialise,
     signature,
@@ -35,13 +43,25 @@ def _check_gain(gain, who: str) -> float:
     return float(gain)
 
 
-def _activation_group(activation):
-    """The algebraic-E group of an activation, used when it is isometric (⊆ O(n))."""
+def _activation_groups(activation):
+    """(closure, law-L, law-E) groups of eq 69's L and E cells from the activation's
+    algebraic-E group G: G itself for closure when it is linear (⊆ GL(n)); in law, the
+    largest hierarchy family inside G and O(n) for L ($MW \\sim W$ needs M orthogonal)
+    and inside G and ℝ×·O(n) for E (a scale cancels in $M^{-1}WM$), e.g. Sₙ and
+    ℝ×₊ × Sₙ for ReLU's Sₙ⋉(ℝ×₊)ⁿ. None where there is none."""
     try:
         group = taxonomy(activation).cell("algebraic", "E").group
     except TypeError:
-        return None
-    return group if is_subgroup(group, Orthogonal()) else None
+        return None, None, None
+    if group is None or isinstance(group, Trivial):
+        return None, None, None
+
+    def within(bound):
+        m = meet(group, bound)
+        return None if isinstance(m, Trivial) else m
+
+    closure = group if is_subgroup(group, GeneralLinear()) else None
+    return closure, within(Orthogonal()), within(ConformalLinear())
 
 
 def _normal(key, shape, fan_in, dtype):
@@ -58,10 +78,13 @@ class MultiHeadSum(AbstractLayer):
     \\mathcal N(0, 1/n)$ iid, $b^j = 0$.
 
     **Symmetry:** with $G$ the activation's algebraic-E group (O(n) for isotropic tanh):
-    closure $G$ / GL / $G$ (a G-action on the output passes through f into every head's
-    weights; any input map is absorbed by $W^j$), probabilistically $G$ / O(n) / $G$
-    under the Gaussian initialisation, algebraically trivial. An activation whose group
-    is not isometric gives trivial L and E cells.
+    closure $G$ / Aff / $G$ (a linear $M ∈ G$ on the output passes through f into every
+    head, $Mf(W^jx + b^j) = f(MW^jx + Mb^j)$; any affine input map is absorbed by
+    $W^j, b^j$), probabilistically $G ∩ O(n)$ / O(n) / $G ∩ ℝ^×·O(n)$ under the
+    Gaussian initialisation (largest families of the hierarchy inside both: a scale
+    cancels in $M^{-1}W^jM$ but not in $MW^j$; Sₙ and ℝ×₊ × Sₙ for ReLU's
+    Sₙ⋉(ℝ×₊)ⁿ), algebraically trivial. L and E are trivial where $G$ has translations
+    (closure) or no such family exists (in law).
 
     **Arguments:** `n`, `heads` (≥ 1), `activation` (a taxdl activation or any
     ℝⁿ → ℝⁿ callable), `gain` g > 0 of the initialisation $\\mathcal N(0, g^2/n)$
@@ -89,10 +112,11 @@ class MultiHeadSum(AbstractLayer):
 
     @property
     def taxonomy(self) -> Taxonomy:
-        g = _activation_group(self.activation)
-        return Taxonomy(closure=(g, Affine(), g),
-                        probabilistic=(g, Orthogonal(), g),
-                        note="L and E: the activation's algebraic-E group")
+        closure, law_left, law_equi = _activation_groups(self.activation)
+        return Taxonomy(closure=(closure, Affine(), closure),
+                        probabilistic=(law_left, Orthogonal(), law_equi),
+                        note="L and E: the activation's algebraic-E group (in law, its "
+                             "part inside O(n) for L and inside ℝ×·O(n) for E)")
 
     @named_scope("taxdl.MultiHeadSum")
     def __call__(self, x: Float[Array, " n"], *, key=None) -> Float[Array, " n"]:
