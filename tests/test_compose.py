@@ -148,6 +148,37 @@ def test_residual_rule_removes_translations():
     assert out.taxonomy().cell("algebraic", "L").name == "I_n"
 
 
+class BlockMean(taxdl.AbstractPrimitive):
+    """x ↦ the mean of each block of 4 coordinates, repeated: h(ax + t) = a h(x) + t for a
+    scale and a shift per block (algebraic E = (ℝ×, +λ1)^G)."""
+
+    def __call__(self, x, *, key=None):
+        return jnp.repeat(x.reshape(-1, 4).mean(axis=1), 4)
+
+    @property
+    def taxonomy(self):
+        from taxdl.groups import BlockScaleShift
+
+        g = BlockScaleShift(n=8, block=4)
+        return Taxonomy(closure=(None, None, g), probabilistic=(None, None, g),
+                        algebraic=(None, None, g))
+
+
+def test_residual_of_block_scale_shift_drops_the_shifts():
+    # x + h(x) with h(x + t) = h(x) + t gives x + t + h(x) + t: the block shifts are lost,
+    # the common scale stays (h(ax) = a h(x)). Every element of the inferred group must
+    # commute with f (checked in float64 against the formula, independent of the rules).
+    block = tnn.Residual(BlockMean())
+    group = taxdl.taxonomy(block).cell("algebraic", "E").group
+    f = lambda x: x + np.repeat(x.reshape(-1, 4).mean(axis=1), 4)  # noqa: E731
+    bound = group if group.bound else group.on(8)
+    els = bound.sample(jax.random.key(0), 4, jnp.float32)
+    x = np.random.default_rng(0).normal(size=8)
+    for m, t in zip(np.asarray(els.matrix, np.float64), np.asarray(els.shift, np.float64)):
+        np.testing.assert_allclose(f(m @ x + t), m @ f(x) + t, atol=1e-9)
+    assert group.name == "ℝ×"
+
+
 def test_rectangular_residual_is_rejected():
     with pytest.raises(ValueError, match="itself"):
         tnn.Residual(lin(N, N + 1))

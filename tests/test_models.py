@@ -146,6 +146,49 @@ def test_apply_hidden_bad_site():
         tnn.apply_hidden(m, 0, jnp.arange(N))
 
 
+def test_apply_hidden_refuses_elements_outside_the_group():
+    # each of these would change the function silently: a repeated index, an index out of
+    # range, a matrix outside Bₙ (a scaling by 2 does not commute with tanh)
+    m = tnn.MLP(3, [4], 2, activation="Tanh", key=jax.random.key(0))
+    with pytest.raises(ValueError, match="`element` must be a permutation of range\\(4\\)"):
+        tnn.apply_hidden(m, 1, jnp.array([0, 0, 1, 2]))
+    with pytest.raises(ValueError, match="`element` must be a permutation of range\\(4\\)"):
+        tnn.apply_hidden(m, 1, jnp.array([0, 1, 2, 5]))
+    with pytest.raises(ValueError, match="`element` is not in B_4"):
+        tnn.apply_hidden(m, 1, 2.0 * jnp.eye(4))
+    # (under the test suite's runtime type checking the annotation rejects it first)
+    with pytest.raises(TypeError, match="`site` must be an integer|'site'"):
+        tnn.apply_hidden(m, 1.0, jnp.array([1, 0, 3, 2]))
+    with pytest.raises(ValueError, match="`site` must be between 0 and 3"):
+        tnn.hidden_states(m, jnp.ones(3), 7)
+    # a valid element still goes through, and the function is kept
+    x = np.arange(3.0)
+    moved = tnn.apply_hidden(m, 1, -jnp.eye(4)[jnp.array([1, 0, 3, 2])])
+    np.testing.assert_allclose(np_mlp(moved, x), np_mlp(m, x), rtol=1e-5, atol=1e-6)
+
+
+def test_parameter_symmetries_of_a_single_hidden_unit():
+    # on ℝ¹: O(1) = {±1} is finite with 2 elements (tanh's B₁ likewise), S₁ is trivial,
+    # the positive scalings of ReLU stay a 1-dimensional continuous orbit
+    def syms(act):
+        return tnn.parameter_symmetries(tnn.MLP(3, [1], 2, activation=act,
+                                                key=jax.random.key(0)))
+
+    (iso,) = syms("IsotropicTanh")
+    assert iso.discrete and iso.order == 2 and iso.manifold_dim is None
+    assert "discrete, 2 elements" in str(iso)
+    (tanh,) = syms("Tanh")
+    assert tanh.discrete and tanh.order == 2
+    assert syms("Sigmoid") == []
+    (relu,) = syms("ReLU")
+    assert not relu.discrete and relu.manifold_dim == 1
+    # the two elements of O(1) keep the function
+    m = tnn.MLP(3, [1], 2, activation="IsotropicTanh", key=jax.random.key(0))
+    x = np.array([0.3, -1.0, 2.0])
+    flipped = tnn.apply_hidden(m, 1, -jnp.eye(1))
+    np.testing.assert_allclose(np_mlp(flipped, x), np_mlp(m, x), rtol=1e-5, atol=1e-6)
+
+
 # ---------------------------------------------------------------- alignment
 def test_linear_assignment_against_brute_force():
     import itertools
@@ -186,6 +229,46 @@ def test_align_undoes_a_hidden_reparameterisation(act, group, atol, method):
     data = jax.random.normal(jax.random.key(3), (64, 8))
     result = align(m0, m1, method=method, data=data)
     assert leaves_close(m0, result.model, atol)
+
+
+def test_weight_matching_undoes_a_permutation_of_relu_units():
+    # ReLU's site group is the positive monomials; weight matching aligns their
+    # permutations (the score of a non-isometric element is not linear in P)
+    m0 = tnn.MLP(8, [N, N], 3, activation="ReLU", key=jax.random.key(0))
+    rng = np.random.default_rng(1)
+    m1 = m0
+    for site in (1, 3):
+        m1 = tnn.apply_hidden(m1, site, jnp.asarray(rng.permutation(N)))
+    assert not leaves_close(m0, m1, 1e-2)
+    assert leaves_close(m0, align(m0, m1).model, 1e-6)
+
+
+@pytest.mark.parametrize("method", ["weights", "states"])
+def test_aligning_a_model_to_itself_leaves_it(method):
+    # 6 hidden units fed by 2 inputs: the score is singular, and any rotation of the
+    # directions no parameter uses scores the same; nothing may move
+    m = tnn.MLP(2, [N], 1, activation="IsotropicTanh", key=jax.random.key(0))
+    data = jax.random.normal(jax.random.key(1), (4, 2))
+    result = align(m, m, method=method, data=data)
+    assert result.sweeps == 1
+    np.testing.assert_array_equal(result.elements[1], np.eye(N))
+    assert leaves_close(m, result.model, 0.0)
+
+
+def test_loss_barrier_of_models_with_zero_loss():
+    class Scale(eqx.Module):
+        w: jax.Array
+
+    # both ends fit exactly: B = 0 along a path at zero loss, +inf where the loss rises
+    flat = loss_barrier(lambda m: 0.0 * m.w, Scale(jnp.array(0.0)), Scale(jnp.array(2.0)),
+                        num=3)
+    np.testing.assert_array_equal(flat.ratios, [0.0, 0.0, 0.0])
+    assert flat.barrier == 0.0
+    bump = loss_barrier(lambda m: m.w * (2.0 - m.w), Scale(jnp.array(0.0)),
+                        Scale(jnp.array(2.0)), num=3)
+    np.testing.assert_array_equal(bump.ratios, [0.0, np.inf, 0.0])
+    with pytest.raises(ValueError, match="`loss` must be non-negative"):
+        loss_barrier(lambda m: m.w - 5.0, Scale(jnp.array(0.0)), Scale(jnp.array(2.0)))
 
 
 def test_loss_barrier_definition():

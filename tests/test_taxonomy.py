@@ -101,8 +101,26 @@ def test_table_filters():
                                                       if "isotropic" in n.lower()]
 
 
+def test_group_filter_compares_bound_cells_in_their_dimension():
+    # GroupNorm's right cells are a scale and a shift per block of 4 in ℝ⁸: they contain
+    # the global (ℝ×, +λ1) of LayerNorm (one block), so the "contains" filter keeps it
+    from taxdl.groups import BlockScaleShift, is_subgroup
+
+    assert is_subgroup(ScaleShift(8), BlockScaleShift(8, block=4))
+    closure_r = taxdl.table(generation="closure", flavour="R", group="ℝ×,+λ1").names()
+    assert {"GroupNorm", "LayerNorm (vector γ,β)", "Linear"} <= set(closure_r)
+    algebraic_r = taxdl.table(generation="algebraic", flavour="R", group="ℝ×₊,+λ1").names()
+    assert "GroupNorm" in algebraic_r
+    # generation / flavour filters alone keep rows with a non-trivial selected cell
+    alg_l = taxdl.table(generation="algebraic", flavour="L").names()
+    assert alg_l == [r.name for r in taxdl.table().rows
+                     if not r.taxonomy.cell("algebraic", "L").trivial]
+
+
 @pytest.mark.parametrize("kwargs,match", [
     ({"colour": "red"}, "unknown table filter"),
+    ({"generation": ""}, "unknown generation ''"),
+    ({"name": 3}, "`name` must be a string"),
     ({"family": "widget"}, "unknown family 'widget'"),
     ({"group": "Q(n)"}, "unknown group 'Q\\(n\\)'"),
     ({"generation": "strong"}, "unknown generation 'strong'"),

@@ -88,8 +88,9 @@ def best_element(group: AbstractGroup, score: Any) -> np.ndarray:
 
     Permutations (Sₙ) by linear assignment; signed permutations (Bₙ, Dₙ) by assignment on
     $|S|$ with the signs of the matched entries; O(n) by Procrustes ($P = UV^\\top$ for
-    $S = U\\Sigma V^\\top$), SO(n) with the last singular direction flipped if needed, and
-    O(n−1) (fixing the all-ones direction) by Procrustes in its complement basis.
+    $S = U\\Sigma V^\\top$, the maximiser nearest the identity when S is singular), SO(n)
+    with the last singular direction flipped if needed, and O(n−1) (fixing the all-ones
+    direction) by Procrustes in its complement basis.
     Raises `NotImplementedError` for other groups.
     """
     s = np.asarray(score, dtype=np.float64)
@@ -150,10 +151,28 @@ def _cone_element(group: ConeGroup, s: np.ndarray) -> np.ndarray:
 
 
 def _procrustes(s: np.ndarray, special: bool) -> np.ndarray:
-    u, _, vt = np.linalg.svd(s)
-    if special and np.linalg.det(u @ vt) < 0:
-        u[:, -1] *= -1
-    return u @ vt
+    """The orthogonal P maximising tr(PᵀS) (SO(n) when `special`), and among several
+    maximisers the one nearest the identity: when S is singular (a hidden space wider
+    than what its neighbours use), P = U_r V_rᵀ on the range of S and the rotation of the
+    null spaces closest to I, so aligning a model to itself leaves it unchanged."""
+    u, sig, vt = np.linalg.svd(s)
+    n = sig.shape[0]
+    rank = int(np.sum(sig > _NULL_RTOL * sig[0])) if n and sig[0] > 0 else 0
+    p = u[:, :rank] @ vt[:rank]
+    if rank < n:
+        u0, v0 = u[:, rank:], vt[rank:].T
+        # maximise tr(u0 Q v0ᵀ) = tr(Q v0ᵀu0) over orthogonal Q
+        a, _, bt = np.linalg.svd(v0.T @ u0)
+        p = p + u0 @ (bt.T @ a.T) @ v0.T
+    if special and np.linalg.det(p) < 0:
+        # reflect along the weakest left singular direction (free when S is singular)
+        p = p - 2.0 * np.outer(u[:, -1], u[:, -1] @ p)
+    return p
+
+
+# singular values below this fraction of the largest are treated as zero (scores come
+# from float32 parameters and states)
+_NULL_RTOL = 1e-5
 
 
 # ----------------------------------------------------------------------- alignment
@@ -209,6 +228,18 @@ def _state_score(reference, model, site: int, data) -> np.ndarray:
 _apply_hidden = eqx.filter_jit(apply_hidden)
 
 
+def _isometric_part(group: AbstractGroup) -> AbstractGroup:
+    """The group alignment searches: the isometric part of a site's group (permutations of
+    the positive monomials, the cone group without its scalings). The weight score is the
+    derivative of a score linear in P only when P⁻¹ = Pᵀ, and `best_element` returns
+    isometries anyway."""
+    if type(group).__name__ == "PositiveMonomial":
+        return Permutation()
+    if isinstance(group, ConeGroup) and group.scalings:
+        return dataclasses.replace(group, n=None, scalings=False)
+    return group
+
+
 def align(reference: Any, model: Any, *, method: str = "weights", data=None,
           max_sweeps: int = 20, tol: float = 1e-4, seed: int = 0) -> Alignment:
     """Align `model` to `reference` along the parameter symmetry of every hidden site.
@@ -223,9 +254,12 @@ def align(reference: Any, model: Any, *, method: str = "weights", data=None,
       $\\langle θ_0, P·θ_1\\rangle$ over the parameters around the site; sites are visited
       in random order until no site moves by more than `tol` (max-norm of $P - I$), at
       most `max_sweeps` passes.
+    - For both, a site moves along the isometric part of its group: the permutations of
+      ReLU's positive monomials, the cone group of CoLU without its scalings.
     - `method="states"` (Algorithm 2, state matching): the score is
       $\\sum_x z_0(x)^\\top P z_1(x)$ over the hidden states at the site for the inputs
-      `data` (a batch, shape (N, d)), sites in forward order, one pass.
+      `data` (a batch, shape (N, d)), sites in forward order, one pass (a site whose
+      $P$ is within `tol` of the identity is left).
 
     **Returns:** an [`Alignment`][taxdl.diagnostics.Alignment].
     """
@@ -243,21 +277,25 @@ def align(reference: Any, model: Any, *, method: str = "weights", data=None,
     sweeps = 0
     if method == "states":
         for s in syms:
-            group = s.group.on(s.dim)
-            p = best_element(group, _state_score(reference, model, s.site, jnp.asarray(data)))
-            model = _apply_hidden(model, s.site, jnp.asarray(p, jnp.float32), s.group)
+            family = _isometric_part(s.group)
+            score = _state_score(reference, model, s.site, jnp.asarray(data))
+            p = best_element(family.on(s.dim), score)
+            if np.max(np.abs(p - np.eye(s.dim))) <= tol:
+                continue
+            model = _apply_hidden(model, s.site, jnp.asarray(p, jnp.float32), family)
             elements[s.site] = p @ elements[s.site]
         return Alignment(model, elements, 1)
     for sweeps in range(1, max_sweeps + 1):
         changed = False
         for idx in rng.permutation(len(syms)):
             s = syms[idx]
-            group = s.group.on(s.dim)
-            p = best_element(group, _weight_score(reference, model, s.site, s.dim, s.group))
+            family = _isometric_part(s.group)
+            score = _weight_score(reference, model, s.site, s.dim, family)
+            p = best_element(family.on(s.dim), score)
             if np.max(np.abs(p - np.eye(s.dim))) <= tol:
                 continue
             changed = True
-            model = _apply_hidden(model, s.site, jnp.asarray(p, jnp.float32), s.group)
+            model = _apply_hidden(model, s.site, jnp.asarray(p, jnp.float32), family)
             elements[s.site] = p @ elements[s.site]
         if not changed:
             break
@@ -303,14 +341,22 @@ def loss_barrier(loss: Callable[[Any], Any], model0: Any, model1: Any,
       them).
 
     **Returns:** a [`Barrier`][taxdl.diagnostics.Barrier]; `barrier` is 0 at the end points
-    and positive when the loss rises between the models.
+    and positive when the loss rises between the models (+inf where both end losses are
+    0 and the path's is not). Raises `ValueError` when an end loss is negative or NaN.
     """
     if not isinstance(num, int) or num < 2:
         raise ValueError(f"`num` must be an integer >= 2, got {num!r}.")
     s = np.linspace(0.0, 1.0, num)
     losses = np.array([float(loss(interpolate(model0, model1, float(t)))) for t in s])
+    if not (losses[0] >= 0 and losses[-1] >= 0):
+        raise ValueError(
+            "`loss` must be non-negative at both models (eq 37 is a relative increase over "
+            f"the interpolated end losses); got L(θ₀) = {losses[0]}, L(θ₁) = {losses[-1]}.")
     base = (1 - s) * losses[0] + s * losses[-1]
-    ratios = losses / base - 1.0
+    # where the interpolated end loss is 0 (both models fit exactly), B(s) is 0 when the
+    # path keeps the loss at 0 and +inf when it rises
+    ratios = np.where(base > 0, losses / np.where(base > 0, base, 1.0) - 1.0,
+                      np.where(losses > 0, np.inf, 0.0))
     return Barrier(float(np.max(ratios)), s, losses, ratios)
 
 

@@ -82,6 +82,8 @@ import jax.numpy as jnp
 from ..groups import (
     AbstractGroup,
     AbstractTranslationExtension,
+    BlockDiagonal,
+    BlockScaleShift,
     ConformalLinear,
     Diagonal,
     Element,
@@ -403,9 +405,19 @@ def _linear_part(g: AbstractGroup) -> AbstractGroup:
         return Scaling(positive=g.positive)
     if isinstance(g, AbstractTranslationExtension):
         return g.linear_part()
+    if isinstance(g, BlockScaleShift):
+        # a scale and a shift per block: without the shifts, at least the common scale
+        return Scaling(positive=g.positive) if g.scales else Trivial()
     if isinstance(g, Product):
         return Product(*(_linear_part(f) for f in g.factors), n=g.n)
+    if isinstance(g, BlockDiagonal):
+        return BlockDiagonal(*(_bound_linear_part(f) for f in g.factors))
     return g
+
+
+def _bound_linear_part(g: AbstractGroup) -> AbstractGroup:
+    part_ = _linear_part(g)
+    return part_ if part_.bound else part_.on(g.n)
 
 
 def _contains_gl(groups: Sequence[AbstractGroup]) -> bool:
@@ -776,6 +788,20 @@ _DIMENSION = {
 }
 
 
+def _cone_count(g, n: int) -> int:
+    s = g.cone_dim
+    return (n - 1) // (s - 1) if g.shared_axis else n // s
+
+
+# the order of a continuous family in the dimensions where its manifold has dimension 0
+_ZERO_DIMENSIONAL_ORDER = {
+    "Orthogonal": lambda g, n: 2,                          # O(1) = {±1}
+    "SpecialOrthogonal": lambda g, n: 1,                   # SO(1)
+    "OrthogonalComplement": lambda g, n: 2 if n == 2 else 1,
+    "ConeGroup": lambda g, n: _factorial(_cone_count(g, n)) * 2 ** _cone_count(g, n),
+}
+
+
 def _factorial(n: int) -> int:
     out = 1
     for k in range(2, n + 1):
@@ -856,6 +882,13 @@ def parameter_symmetries(parts: Sequence[Part]) -> list[ParameterSymmetry]:
                 mdim = _DIMENSION[type(g).__name__](g, dim)
             except (AttributeError, ValueError, ZeroDivisionError):
                 mdim = None
+        if mdim == 0:
+            # a manifold of dimension 0 is a finite group: O(1) = {±1}, O(n−1) on ℝ²
+            # (the swap), SO(1) = I, cones of dimension 2 (S_G × O(1)^G)
+            finite, mdim = True, None
+            order = _ZERO_DIMENSIONAL_ORDER.get(type(g).__name__, lambda g, n: None)(g, dim)
+        if order == 1:
+            continue  # the trivial group in this dimension (e.g. S_1, SO(1))
         names = [parts[j - 1].name for j, *_ in layer[1:]]
         around = f" around {', '.join(names)}" if names else ""
         reason = (f"the parts before are closed on the left under {before.name}, the parts "

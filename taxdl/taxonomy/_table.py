@@ -137,7 +137,12 @@ def table(**filters) -> Table:
     - `generation`: `"closure"`, `"probabilistic"` or `"algebraic"`.
     - `flavour`: `"L"`, `"R"` or `"E"`.
     - `group`: a group family (e.g. `taxdl.groups.O()`) or its display name (e.g.
-      `"O(n)"`): keep rows where some selected cell's declared group *contains* it.
+      `"O(n)"`): keep rows where some selected cell's declared group *contains* it (a
+      cell bound to a dimension, such as GroupNorm's blocks, is compared in that
+      dimension).
+
+    `generation` and `flavour` select the cells `group` looks at (all nine by default);
+    without `group` they keep the rows where some selected cell is non-trivial.
     - `name`: substring of the primitive's name (case-insensitive).
 
     Example: every primitive algebraically O(n)-equivariant:
@@ -158,16 +163,20 @@ def table(**filters) -> Table:
             raise ValueError(f"unknown family {bad[0]!r}; expected one of {', '.join(FAMILIES)}.")
         entries = [e for e in entries if e.family in fams]
     if filters.get("name") is not None:
+        if not isinstance(filters["name"], str):
+            raise TypeError(f"table filter `name` must be a string (a substring of primitive "
+                            f"names), got {filters['name']!r}.")
         entries = [e for e in entries if filters["name"].lower() in e.name.lower()]
     rows = [TableRow(e.name, e.family, e.formula, e.reference, e.taxonomy()) for e in entries]
-    gens = (as_generation(filters["generation"]),) if filters.get("generation") else GENERATIONS
-    fls = (as_flavour(filters["flavour"]),) if filters.get("flavour") else FLAVOURS
+    selected = {k: filters.get(k) is not None for k in ("generation", "flavour")}
+    gens = (as_generation(filters["generation"]),) if selected["generation"] else GENERATIONS
+    fls = (as_flavour(filters["flavour"]),) if selected["flavour"] else FLAVOURS
     group = filters.get("group")
     if group is not None:
         group = _parse_group(group)
         rows = [r for r in rows if any(
             _contains_family(r.taxonomy.cell(g, f).group, group) for g in gens for f in fls)]
-    elif filters.get("generation") or filters.get("flavour"):
+    elif selected["generation"] or selected["flavour"]:
         rows = [r for r in rows if any(
             not r.taxonomy.cell(g, f).trivial for g in gens for f in fls)]
     return Table(rows)
@@ -176,6 +185,13 @@ def table(**filters) -> Table:
 def _contains_family(declared: AbstractGroup, wanted: AbstractGroup) -> bool:
     if wanted.__class__.__name__ == "Trivial":
         return True
+    if declared.bound and not wanted.bound:
+        # a cell bound to its dimension (e.g. GroupNorm's blocks of 8 = 2 × 4) is compared
+        # with the wanted family in that dimension, where the block groups are ordered
+        try:
+            wanted = wanted.on(declared.n)
+        except (TypeError, ValueError):
+            return False
     return is_subgroup(wanted, declared)
 
 

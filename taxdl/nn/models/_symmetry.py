@@ -3,7 +3,9 @@ changing the function, and how to apply one of their elements."""
 
 from typing import Any
 
+import jax
 import jax.numpy as jnp
+import numpy as np
 
 from ...groups import AbstractGroup, Element, linear_element
 from ...taxonomy import Flavour
@@ -53,12 +55,39 @@ def parameter_symmetries(model: Any) -> list[ParameterSymmetry]:
     return _parameter_symmetries(chain_parts(_layers(model)))
 
 
+def _concrete(x) -> bool:
+    return not isinstance(x, jax.core.Tracer)
+
+
+def _check_site(site: Any) -> int:
+    if isinstance(site, bool) or not isinstance(site, (int, np.integer)):
+        raise TypeError(f"`site` must be an integer (the hidden space before part `site`), "
+                        f"got {site!r}.")
+    return int(site)
+
+
+def _member(group: AbstractGroup, element: Element) -> bool:
+    """Whether `element` is in `group` (True where membership is not decidable, e.g. a
+    product whose factors' elements are not given separately)."""
+    try:
+        return bool(group.contains(element))
+    except NotImplementedError:
+        return True
+
+
 def _as_element(element: Any, dim: int) -> Element:
     if isinstance(element, Element):
         e = element
     else:
         m = jnp.asarray(element)
         if m.ndim == 1:  # a permutation of range(dim)
+            if not jnp.issubdtype(m.dtype, jnp.integer):
+                raise TypeError(f"a 1-D `element` is a permutation of range({dim}) and must "
+                                f"hold integers, got dtype {m.dtype}.")
+            if m.shape != (dim,) or (_concrete(m) and sorted(np.asarray(m).tolist())
+                                     != list(range(dim))):
+                raise ValueError(f"`element` must be a permutation of range({dim}) (the "
+                                 f"hidden dimension at this site), got {np.asarray(m)}.")
             m = jnp.eye(dim, dtype=jnp.float32)[m]
         e = linear_element(m)
     if e.matrix.shape != (dim, dim):
@@ -87,6 +116,7 @@ def apply_hidden(model: Any, site: int, element: Any, group: AbstractGroup | Non
 
     Raises `ValueError` when the site has no parameter symmetry.
     """
+    site = _check_site(site)
     layers = _layers(model)
     parts = chain_parts(layers)
     syms = {s.site: s for s in _parameter_symmetries(parts)}
@@ -100,6 +130,12 @@ def apply_hidden(model: Any, site: int, element: Any, group: AbstractGroup | Non
     g = Element(g.matrix.astype(jnp.float32) if not jnp.issubdtype(g.matrix.dtype, jnp.inexact)
                 else g.matrix, g.shift.astype(jnp.float32) if not jnp.issubdtype(
                     g.shift.dtype, jnp.inexact) else g.shift)
+    if _concrete(g.matrix) and _concrete(g.shift) and not _member(group, g):
+        raise ValueError(
+            f"`element` is not in {group.name}, the group of site {site}: acting with it "
+            "would change the model's function. Pass an element of the group (e.g. "
+            f"`{type(group).__name__}({dim}).sample(key, 1)[0]`) or the group it belongs to "
+            "as `group`.")
     g_inv = group.inverse(g)
     prefix = transport_chain(layers[:site], parts[:site], L, g, g_inv, group)
     suffix = transport_chain(layers[site:], parts[site:], R, g_inv, g, group)
@@ -110,6 +146,10 @@ def hidden_states(model: Any, x, site: int):
     """The input of part `site` (the hidden state the site's group acts on) for one
     unbatched input `x`."""
     layers = _layers(model)
+    site = _check_site(site)
+    if not 0 <= site <= len(layers):
+        raise ValueError(f"`site` must be between 0 and {len(layers)} (the number of parts), "
+                         f"got {site}.")
     for layer in layers[:site]:
         x = layer(x)
     return x
