@@ -414,3 +414,18 @@ def test_factorisations_split_elements_into_their_generators():
             np.testing.assert_allclose(t, np.asarray(g.shift), atol=1e-5)
         checked += 1
     assert checked == len(names)
+
+
+@pytest.mark.parametrize("dtype", [jnp.float32, jnp.float64])
+def test_closure_transport_lets_the_first_part_absorb_its_factors(dtype):
+    """LayerNorm → Linear is closed on the right under ℝ×,+λ1 × Sₙ: LayerNorm absorbs
+    the scale and shift itself, only the permutation passes through it into the
+    Linear. Carrying a shift of ~1e28 through LayerNorm's bias for the Linear to take
+    back is exact in theory but loses everything to cancellation at inputs of norm
+    1e30, which the checker draws."""
+    from taxdl.testing import check
+
+    model = tnn.Sequential([tnn.LayerNorm(6), tnn.Linear(6, 6, key=jax.random.key(0))])
+    report = check(model, dtype=dtype, generations=["closure"], maximality=False,
+                   raise_on_failure=False)
+    assert report.passed, str(report)
