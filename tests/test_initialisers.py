@@ -151,3 +151,49 @@ def test_checker_shows_uniform_initialisers_fail_orthogonal_invariance():
     left = next(c for c in report.cells if c.generation == "probabilistic" and c.flavour == "L")
     assert left.group == "B_n" and [m.found for m in left.maximality] == [True, True, True]
     assert [m.group for m in left.maximality] == ["O(8)", "S_8⋉(ℝ×)^8", "ℝ×₊ × B_8"]
+
+
+def test_large_haar_factors_are_the_sign_corrected_qr_factor():
+    """From 256 columns the Q factor is computed by shifted Cholesky-QR3; it must be the
+    unique QR factor with diag R > 0 (Mezzadri's Haar construction), checked against
+    NumPy's Householder QR with the signs corrected, for a tall and a batched factor."""
+    from taxdl.nn.initialisers._functional import _positive_qr
+
+    with jax.enable_x64(True):
+        z = np.random.default_rng(5).normal(size=(2, 300, 256))
+        q = np.asarray(_positive_qr(jnp.asarray(z)))
+    qn, r = np.linalg.qr(z)
+    qn = qn * np.sign(np.diagonal(r, axis1=-2, axis2=-1))[..., None, :]
+    np.testing.assert_allclose(q, qn, atol=1e-9)
+
+
+def test_vmapped_large_haar_initialisation_does_not_hang():
+    """`jit(vmap(HaarOrthogonal()))` over keys with 256-column factors (an ensemble of
+    layers) must finish and give orthogonal matrices: the accuracy fallback must not run
+    Householder and Cholesky factorisations side by side in one program (XLA's CPU
+    runtime can deadlock on that). Run in a subprocess with a time limit."""
+    import subprocess
+    import sys
+
+    code = (
+        "import jax, numpy as np, taxdl.nn as tnn\n"
+        "keys = jax.random.split(jax.random.key(1), 8)\n"
+        "w = jax.jit(jax.vmap(lambda k: tnn.HaarOrthogonal()(k, (256, 256))))(keys)\n"
+        "w = np.asarray(w, np.float64)\n"
+        "print(np.abs(np.einsum('bij,bik->bjk', w, w) - np.eye(256)).max())\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=240)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert float(out.stdout.split()[-1]) < 1e-5
+
+
+def test_convolution_kernels_are_refused():
+    """Equinox convolution kernels are (out, in, *kernel), not stacks of (out, in)
+    matrices: redrawn as such they would be orthogonal per 3×3 kernel slice with fans
+    taken from the kernel size."""
+    k = jax.random.key(0)
+    conv = eqx.nn.Conv2d(3, 8, 3, key=k)
+    with pytest.raises(TypeError, match="convolution kernel"):
+        tnn.init_weights(eqx.nn.Sequential([conv]), tnn.HaarOrthogonal(), k)
+    with pytest.raises(TypeError, match="convolution kernel"):
+        tnn.init_linear(conv, tnn.IsotropicNormal(), k)

@@ -576,3 +576,88 @@ def test_group_norm_declares_its_per_group_groups():
     with X64():
         y = tnn.GroupNorm(n, groups, dtype=jnp.float64)(jnp.asarray(x * scale + shift))
     np.testing.assert_allclose(np.asarray(y), ref, atol=1e-10)
+
+
+def _np_standardise(x, axes):
+    c = x - x.mean(axis=axes, keepdims=True)
+    return c / np.sqrt((c * c).mean(axis=axes, keepdims=True))
+
+
+def test_small_spread_inputs_are_standardised_not_dropped():
+    """Only an exactly constant input has zero variance: a spread that is small against
+    the mean (a large offset), and every bfloat16 input, must be standardised as eq 43 /
+    eq 44 / eqs 46–47 say, not mapped to β. References: NumPy float64 on the rounded
+    inputs."""
+    r = rng(31)
+    x = jnp.asarray(r.normal(size=64), jnp.bfloat16)
+    ref = _np_standardise(np.asarray(x, np.float64), -1)
+    np.testing.assert_allclose(np.asarray(tnn.LayerNorm(64)(x), np.float64), ref, atol=0.03)
+    x = jnp.asarray(100 + 0.01 * r.normal(size=1024), jnp.float32)
+    ref = _np_standardise(np.asarray(x, np.float64), -1)
+    np.testing.assert_allclose(tnn.LayerNorm(1024)(x), ref, atol=5e-3)
+    x = jnp.asarray(50 + 0.01 * r.normal(size=(64, 64, 4)), jnp.float32)
+    ref = _np_standardise(np.asarray(x, np.float64), (0, 1))
+    np.testing.assert_allclose(tnn.InstanceNorm(4)(x), ref, atol=5e-3)
+    xb = jnp.asarray(1000 + r.normal(size=(256, 64)), jnp.float32)
+    ref = np_chi(np.asarray(xb, np.float64), 1.0, 0.0, 0.0)
+    model, state = eqx.nn.make_with_state(tnn.ChiNorm)(64, eps=0.0)
+    np.testing.assert_allclose(_batched(model, xb, state)[0], ref, atol=2e-3)
+    np.testing.assert_allclose(tf.chi_norm(xb, 1.0, 0.0), ref, atol=2e-3)
+    xb = jnp.asarray(1e4 + r.normal(size=(4096, 4)), jnp.float32)
+    ref = _np_standardise(np.asarray(xb, np.float64), 0)
+    model, state = eqx.nn.make_with_state(tnn.BatchNorm)(4, eps=0.0)
+    np.testing.assert_allclose(_batched(model, xb, state)[0], ref, atol=0.02)
+    np.testing.assert_allclose(tf.batch_norm(xb, 1.0, 0.0), ref, atol=0.02)
+
+
+def test_half_precision_subnormal_and_zero_inputs_are_finite_and_correct():
+    """float16 subnormals (and ε = 1e-5, itself subnormal in float16) are normal numbers in
+    the float32 computation: the direction of a subnormal input is kept, and the gradient
+    at the zero vector is finite."""
+    v = np.array([1.0, -2.0, 3.0, 0.5, -1.5, 2.5, -0.5, 1.0])
+    x = jnp.asarray(v * 1.2e-7, jnp.float16)          # subnormal in float16
+    xv = np.asarray(x, np.float64)
+    np.testing.assert_allclose(np.asarray(tf.unit_vector(x), np.float64), np_unit(xv),
+                               atol=2e-3)
+    np.testing.assert_allclose(np.asarray(tnn.LayerNorm(8)(x), np.float64),
+                               _np_standardise(xv, -1), atol=1e-2)
+    np.testing.assert_allclose(np.asarray(tnn.RMSNorm(8)(x), np.float64),
+                               xv / np.sqrt((xv * xv).mean()), atol=1e-2)
+    for m in (tnn.LayerNorm(8), tnn.RMSNorm(8), tnn.RMSNorm(8, eps=1e-5),
+              tnn.SimpleIsotropicLayerNorm(8), tnn.LayerNorm(8, eps=1e-5)):
+        for u in (x, jnp.zeros(8, jnp.float16)):
+            y = m(u)
+            g = jax.grad(lambda w: jnp.sum(m(w).astype(jnp.float32) ** 2))(u)
+            assert y.dtype == jnp.float16
+            assert jnp.all(jnp.isfinite(y)) and jnp.all(jnp.isfinite(g)), m
+    for cls in (tnn.ChiNorm, tnn.BatchNorm, tnn.MagnitudeEMANorm):
+        model, state = eqx.nn.make_with_state(cls)(8, eps=0.0)
+        xb = jnp.stack([x, -x, 2 * x])
+        y, state = _batched(model, xb, state)
+        assert y.dtype == jnp.float16 and jnp.all(jnp.isfinite(y)), cls
+        assert float(jnp.max(jnp.abs(y.astype(jnp.float32)))) > 0.1, cls
+
+
+@pytest.mark.parametrize("call", [
+    lambda x: tf.layer_norm(x, 1.0, 0.0, -1.0),
+    lambda x: tf.layer_norm(x, 1.0, 0.0, float("nan")),
+    lambda x: tf.centred_standardise(x, float("inf")),
+    lambda x: tf.rms_norm(x, 1.0, -1e-3),
+    lambda x: tf.group_norm(x, 1.0, 0.0, 2, -1.0),
+    lambda x: tf.instance_norm(x, 1.0, 0.0, -1.0),
+    lambda x: tf.batch_norm(x, 1.0, 0.0, -1.0),
+    lambda x: tf.chi_norm(x, 1.0, 0.0, -1.0),
+    lambda x: tf.magnitude_normalise(x, jnp.ones(()), 1.0, 0.0, -1.0),
+])
+def test_functional_eps_is_validated(call):
+    """A negative or non-finite ε would make the denominator vanish (the output silently
+    becomes β); the pure functions reject it like the modules do."""
+    x = jnp.asarray(rng(32).normal(size=(4, 8)), jnp.float32)
+    with pytest.raises(ValueError, match="`eps`"):
+        call(x)
+
+
+def test_batch_norm_needs_a_batch_axis():
+    # (under the test suite's runtime annotation checks the annotation rejects it first)
+    with pytest.raises((ValueError, TypeError), match=r"\(b, \*spatial, n\)|b \*s n"):
+        tf.batch_norm(jnp.ones(8), 1.0, 0.0)

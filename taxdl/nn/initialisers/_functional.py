@@ -82,14 +82,37 @@ def _positive_qr(z):
 
     if z.shape[-1] < _CHOLESKY_QR_MIN:
         # Small factors: Householder directly (the Cholesky path only pays off on large
-        # matrices, and under vmap its fallback branch would run as well).
+        # matrices).
         return householder(z)
+    return _cholesky_qr_or_householder(z)
+
+
+@jax.custom_batching.custom_vmap
+def _cholesky_qr_or_householder(z):
+    """Shifted Cholesky-QR3 of `z` (any leading batch axes), or Householder QR for all of
+    them if any factor is inaccurate: one scalar predicate, so `lax.cond` runs one branch.
+
+    Under `vmap` the predicate would become batched and `cond` a `select` that runs both
+    branches in one program; XLA's CPU runtime can then deadlock (Cholesky and Householder
+    custom calls of a few 256-column factors in flight together). The batching rule below
+    instead calls this function on the stacked matrices, keeping the predicate scalar."""
+    def householder(z):
+        qh, r = jnp.linalg.qr(z)
+        d = jnp.sign(jnp.diagonal(r, axis1=-2, axis2=-1))
+        return qh * jnp.where(d == 0, 1, d)[..., None, :]
+
     eps = float(jnp.finfo(z.dtype).eps)
     shift = 10 * eps * jnp.sum(z * z, axis=(-2, -1), keepdims=True)
     q = _cholesky_pass(_cholesky_pass(_cholesky_pass(z, shift)))
     norms = jnp.sum(q * q, axis=-2)
     ok = jnp.all(jnp.isfinite(q)) & jnp.all(jnp.abs(norms - 1) < 1e3 * eps)
     return jax.lax.cond(ok, lambda _: q, householder, z)
+
+
+@_cholesky_qr_or_householder.def_vmap
+def _(axis_size, in_batched, z):
+    del axis_size, in_batched  # z is batched along its leading axis
+    return _cholesky_qr_or_householder(z), True
 
 
 def haar_orthogonal(key: PRNGKeyArray, shape, dtype=None, gain: float = 1.0) -> Array:

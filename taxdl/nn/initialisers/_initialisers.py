@@ -314,6 +314,19 @@ def _is_weighted(m) -> bool:
         and m.weight.ndim >= 2
 
 
+_KERNELS = (eqx.nn.Conv, eqx.nn.ConvTranspose)
+
+
+def _check_not_kernel(layer, who: str) -> None:
+    """Convolution kernels are laid out (out, in, *kernel): read as a stack of (..., out,
+    in) matrices they would get per-kernel-position matrices and wrong fans."""
+    if isinstance(layer, _KERNELS):
+        raise TypeError(f"{who}: `{type(layer).__name__}` has a convolution kernel of shape "
+                        f"{layer.weight.shape} = (out, in, *kernel), not a stack of "
+                        "(..., out, in) matrices; initialise it with an initialiser for "
+                        "that layout.")
+
+
 def init_linear(layer, initialiser, key: PRNGKeyArray, *, bias=None):
     """Return `layer` (any module with a `weight` array, e.g. [`taxdl.nn.Linear`][] or
     `eqx.nn.Linear`) with `weight` redrawn as `initialiser(key, weight.shape,
@@ -325,6 +338,7 @@ def init_linear(layer, initialiser, key: PRNGKeyArray, *, bias=None):
     initialiser's (see its declaration).
     """
     weight = getattr(layer, "weight", None)
+    _check_not_kernel(layer, "init_linear")
     if not isinstance(weight, jax.Array):
         raise TypeError(f"init_linear: `layer` must have a `weight` array, got "
                         f"{type(layer).__name__}.")
@@ -345,11 +359,16 @@ def init_linear(layer, initialiser, key: PRNGKeyArray, *, bias=None):
 
 def init_weights(model, initialiser, key: PRNGKeyArray):
     """Return `model` with the `weight` matrix (ndim ≥ 2) of every submodule redrawn from
-    `initialiser`, each with its own key (biases untouched).
+    `initialiser`, each with its own key (biases untouched). Convolution layers
+    (`eqx.nn.Conv`, `eqx.nn.ConvTranspose`), whose kernels are not `(..., out, in)`
+    matrices, raise a `TypeError`.
 
     **Symmetry:** as [`init_linear`][taxdl.nn.init_linear], for every layer.
     """
     leaves, treedef = jax.tree_util.tree_flatten(model, is_leaf=_is_weighted)
+    for leaf in leaves:
+        if _is_weighted(leaf):
+            _check_not_kernel(leaf, "init_weights")
     count = sum(_is_weighted(leaf) for leaf in leaves)
     keys = iter(jax.random.split(key, max(count, 1)))
     new = [eqx.tree_at(lambda m: m.weight, leaf,

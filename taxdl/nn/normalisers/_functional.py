@@ -3,7 +3,8 @@
 Every function here is overflow-safe: magnitudes are divided by their (gradient-stopped)
 largest entry before squaring, so inputs up to the dtype's maximum give finite, correct
 outputs, and a zero (or constant) input gives a finite output with a finite gradient
-instead of NaN.
+instead of NaN. Half-precision inputs (float16, bfloat16) are computed in float32, where
+their subnormals are normal numbers, and the result is cast back to the input dtype.
 """
 
 import math
@@ -12,7 +13,8 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from .._numerics import require_floating
+from .._numerics import compute_dtype, require_floating
+from ._checks import check_eps
 from ..activations._functional import isotropic_tanh
 
 
@@ -38,8 +40,10 @@ def _scaled_standardise(c: Array, axis, eps=0.0, reduce: str = "mean") -> Array:
     $c$ is divided by $m = \\max|c|$ (gradient stopped; the result does not depend on
     $m$), so the squares cannot overflow; $ε$ (a number or an array broadcasting against
     the reduced shape) is rescaled by $1/m^2$ accordingly. Where the denominator vanishes
-    (all-zero $c$ with $ε = 0$) the result is $0$ with a zero gradient.
+    (all-zero $c$ with $ε = 0$) the result is $0$ with a zero gradient. Computed in
+    `compute_dtype` (float32 for half precisions).
     """
+    c = c.astype(compute_dtype(c.dtype))
     m = _stop_max(c, axis)
     u = c / m
     sq = u * u
@@ -54,25 +58,22 @@ def _scaled_standardise(c: Array, axis, eps=0.0, reduce: str = "mean") -> Array:
 def _centred_standardise(x: Array, axis, eps=0.0) -> Array:
     """$(x - \\bar x)/\\sqrt{\\overline{(x - \\bar x)^2} + ε}$ along `axis`, computed on
     $x/\\max|x|$ so that neither the mean nor the centred values can overflow."""
+    x = x.astype(compute_dtype(x.dtype))
     m = _stop_max(x, axis)
     u = x / m
-    c = _drop_rounding(u - jnp.mean(u, axis=axis, keepdims=True), axis)
+    c = jnp.where(_constant(x, axis), 0, u - jnp.mean(u, axis=axis, keepdims=True))
     return _scaled_standardise(c, axis, (eps / m) / m)
 
 
-def _drop_rounding(c: Array, axis) -> Array:
-    """Zero a centred group whose spread is at the rounding level of its mean.
+def _constant(x: Array, axis) -> Array:
+    """Whether `x` is exactly constant along `axis` (kept): zero variance.
 
-    The inputs are scaled to $|u| ≤ 1$, so a mean computed in floating point is off by
-    about $k\\,\\varepsilon$ ($k$ reduced elements); a constant input then leaves centred
-    values of that size, which a zero-variance normaliser would blow up to unit scale
-    (under `jit`, XLA's reciprocal-multiply mean makes this happen for most constants).
-    Spreads below $4k\\,\\varepsilon$ are treated as exactly zero variance."""
-    axes = (axis,) if isinstance(axis, int) else tuple(axis)
-    k = math.prod(c.shape[a] for a in axes)
-    tol = 4 * k * float(jnp.finfo(c.dtype).eps)
-    spread = jax.lax.stop_gradient(jnp.max(jnp.abs(c), axis=axis, keepdims=True))
-    return jnp.where(spread > tol, c, 0)
+    The centred values of a constant input are the rounding error of its mean (under
+    `jit`, XLA's reciprocal-multiply mean leaves them nonzero for most constants), which
+    a zero-variance normaliser would blow up to unit scale; they are set to exactly 0
+    where this holds. The test is exact (no tolerance), so a nonconstant input, however
+    small its spread relative to its mean, is standardised."""
+    return jnp.max(x, axis=axis, keepdims=True) == jnp.min(x, axis=axis, keepdims=True)
 
 
 def unit_vector(x: Float[Array, "*b n"]) -> Float[Array, "*b n"]:
@@ -96,6 +97,7 @@ def centred_standardise(x: Float[Array, "*b n"], eps: float = 0.0) -> Float[Arra
     positive scalings and shifts along 1.
     """
     require_floating(x, "centred_standardise", "x")
+    eps = check_eps(eps, "centred_standardise")
     return _centred_standardise(x, -1, eps).astype(x.dtype)
 
 
@@ -152,6 +154,7 @@ def rms_norm(x: Float[Array, "*b n"], gamma, eps: float = 0.0) -> Float[Array, "
     $\\sqrt n\\,\\hat x$; see [`RMSNorm`][taxdl.nn.RMSNorm].
     """
     require_floating(x, "rms_norm", "x")
+    eps = check_eps(eps, "rms_norm")
     return gamma * _scaled_standardise(x, -1, eps).astype(x.dtype)
 
 
@@ -175,6 +178,7 @@ def group_norm(x: Float[Array, "*s n"], gamma, beta, groups: int,
     (ℝ×₊, +λ1)-right-invariant when ε = 0.
     """
     require_floating(x, "group_norm", "x")
+    eps = check_eps(eps, "group_norm")
     n = x.shape[-1]
     c = _check_groups(n, groups)
     xg = x.reshape(*x.shape[:-1], groups, c)
@@ -206,6 +210,10 @@ def batch_norm(x: Float[Array, "b *s n"], gamma, beta, eps: float = 0.0
     (γ = 1, β = 0); per-coordinate statistics break O(n).
     """
     require_floating(x, "batch_norm", "x")
+    eps = check_eps(eps, "batch_norm")
+    if x.ndim < 2:
+        raise ValueError(f"batch_norm: `x` must be a batch of shape (b, *spatial, n), got "
+                         f"shape {x.shape}.")
     axes = tuple(range(x.ndim - 1))
     return gamma * _centred_standardise(x, axes, eps).astype(x.dtype) + beta
 
@@ -245,12 +253,16 @@ def chi_apply(x: Float[Array, "*b n"], mean: Float[Array, " n"], rms: Float[Arra
     O(n)-equivariant when β = 0: the data-like symmetry of [`ChiNorm`][taxdl.nn.ChiNorm].
     """
     n = x.shape[-1]
+    eps = check_eps(eps, "chi_apply")
     return gamma * (chi_scale(n) * _ratio(x, mean, rms, eps)) + beta
 
 
 def _ratio(x, mean, scale, eps):
     """$(x - μ)/\\sqrt{s^2 + ε}$ (elementwise s allowed), overflow-safe: x, μ and s are
-    first divided by their common largest magnitude (gradient stopped)."""
+    first divided by their common largest magnitude (gradient stopped). Computed in
+    `compute_dtype(x.dtype)` (statistics of any dtype), returned in x's dtype."""
+    work = compute_dtype(x.dtype)
+    dtype, x, mean, scale = x.dtype, x.astype(work), mean.astype(work), scale.astype(work)
     m = jnp.maximum(jnp.maximum(jnp.max(jnp.abs(x), axis=-1, keepdims=True),
                                 jnp.max(jnp.abs(mean), axis=-1, keepdims=True)),
                     jnp.max(jnp.abs(scale)))
@@ -260,7 +272,7 @@ def _ratio(x, mean, scale, eps):
     sc = scale / m
     denom_sq = sc * sc + (eps / m) / m
     ok = denom_sq > 0
-    return c * jnp.where(ok, jax.lax.rsqrt(jnp.where(ok, denom_sq, 1)), 0)
+    return (c * jnp.where(ok, jax.lax.rsqrt(jnp.where(ok, denom_sq, 1)), 0)).astype(dtype)
 
 
 def chi_statistics(x: Float[Array, "b n"]) -> tuple[Float[Array, " n"], Float[Array, ""]]:
@@ -270,17 +282,18 @@ def chi_statistics(x: Float[Array, "b n"]) -> tuple[Float[Array, " n"], Float[Ar
 
     **Symmetry:** a rotated batch XRᵀ has statistics (Rμ, ρ).
     """
+    dtype, x = x.dtype, x.astype(compute_dtype(x.dtype))
     m = jax.lax.stop_gradient(jnp.max(jnp.abs(x)))
     m = jnp.where(m > 0, m, 1)
     u = x / m
     mu = jnp.mean(u, axis=0)
-    c = _drop_rounding(u - mu, (0, 1))
+    c = jnp.where(jnp.all(_constant(x, 0)), 0, u - mu)
     k = jax.lax.stop_gradient(jnp.max(jnp.abs(c)))
     k = jnp.where(k > 0, k, 1)
     s = jnp.mean(jnp.sum((c / k) ** 2, axis=-1))
     ok = s > 0
     rms = jnp.where(ok, jnp.sqrt(jnp.where(ok, s, 1)), 0) * k * m
-    return mu * m, rms
+    return (mu * m).astype(dtype), rms.astype(dtype)
 
 
 def batch_statistics(x: Float[Array, "b n"]) -> tuple[Float[Array, " n"], Float[Array, " n"]]:
@@ -289,15 +302,16 @@ def batch_statistics(x: Float[Array, "b n"]) -> tuple[Float[Array, " n"], Float[
     **Symmetry:** a batch with permuted and sign-flipped channels has permuted statistics
     (signs on the mean).
     """
+    dtype, x = x.dtype, x.astype(compute_dtype(x.dtype))
     m = _stop_max(x, 0)
     u = x / m
     mu = jnp.mean(u, axis=0, keepdims=True)
-    c = _drop_rounding(u - mu, 0)
+    c = jnp.where(_constant(x, 0), 0, u - mu)
     k = _stop_max(c, 0)
     s = jnp.mean((c / k) ** 2, axis=0, keepdims=True)
     ok = s > 0
     std = jnp.where(ok, jnp.sqrt(jnp.where(ok, s, 1)), 0) * k * m
-    return (mu * m)[0], std[0]
+    return (mu * m)[0].astype(dtype), std[0].astype(dtype)
 
 
 def batch_apply(x: Float[Array, "*b n"], mean: Float[Array, " n"], std: Float[Array, " n"],
@@ -306,6 +320,7 @@ def batch_apply(x: Float[Array, "*b n"], mean: Float[Array, " n"], std: Float[Ar
 
     **Symmetry:** as [`BatchNorm`][taxdl.nn.BatchNorm].
     """
+    eps = check_eps(eps, "batch_apply")
     return gamma * _ratio(x, mean, std, eps) + beta
 
 
@@ -340,7 +355,9 @@ def magnitude_normalise(x: Float[Array, "*b n"], scale: Float[Array, ""], gamma,
     (indeed GL) when β = 0.
     """
     require_floating(x, "magnitude_normalise", "x")
-    s = jax.lax.stop_gradient(scale) + eps
+    eps = check_eps(eps, "magnitude_normalise")
+    work = compute_dtype(x.dtype)
+    s = jax.lax.stop_gradient(scale).astype(work) + eps
     ok = s > 0
     inv = jnp.where(ok, 1 / jnp.where(ok, s, 1), 0)
-    return gamma * (x * inv) + beta
+    return gamma * (x.astype(work) * inv).astype(x.dtype) + beta

@@ -42,7 +42,7 @@ from ...taxonomy import (
     signature,
     transport,
 )
-from .._numerics import safe_norm
+from .._numerics import compute_dtype, safe_norm
 from . import _functional as F
 from ._checks import check_eps, check_input, check_momentum, check_n
 
@@ -63,17 +63,23 @@ def _debias(hidden, count, momentum):
 def _batch_centre(x, axis_name, reduce):
     """Batch mean over the named axis and the centred example, overflow-safe: returns
     (μ, (x − μ)/m, m) with m the batch's largest |x − μ| (`reduce` = `jnp.max` for one
-    scale, identity for one scale per coordinate), gradients stopped through m."""
+    scale, identity for one scale per coordinate), gradients stopped through m.
+
+    A batch without spread (every coordinate constant over the batch, or per coordinate)
+    is centred to exactly 0, not to the rounding error of its mean (see `_constant` in
+    `_functional`); the test is exact, so any genuine spread is kept. Computed in
+    `compute_dtype` (float32 for half precisions)."""
+    x = x.astype(compute_dtype(x.dtype))
     big = jax.lax.pmax(jax.lax.stop_gradient(reduce(jnp.abs(x))), axis_name)
     big = jnp.where(big > 0, big, 1)
     mean_u = jax.lax.pmean(x / big, axis_name)
-    cu = x / big - mean_u
+    xs = jax.lax.stop_gradient(x)
+    constant = jax.lax.pmax(xs, axis_name) == jax.lax.pmin(xs, axis_name)
+    if reduce is jnp.max:
+        constant = jnp.all(constant)
+    cu = jnp.where(constant, 0, x / big - mean_u)
     k = jax.lax.pmax(jax.lax.stop_gradient(reduce(jnp.abs(cu))), axis_name)
-    # a spread at the rounding level of the mean is zero variance (see _drop_rounding)
-    count = jax.lax.psum(1, axis_name) * (x.shape[-1] if reduce is jnp.max else 1)
-    noise = k <= 4 * count * float(jnp.finfo(x.dtype).eps)
-    cu = jnp.where(noise, 0, cu)
-    k = jnp.where(noise | (k <= 0), 1, k)
+    k = jnp.where(k > 0, k, 1)
     return mean_u * big, cu / k, k * big
 
 
@@ -167,7 +173,7 @@ class _AbstractDataNormaliser(AbstractNormaliser, eqx.nn.StatefulLayer):
             inference = self.inference if inference is None else inference
             d = x.dtype
             if inference:
-                mean, scale = (a.astype(d) for a in self.statistics(state))
+                mean, scale = (a.astype(compute_dtype(d)) for a in self.statistics(state))
             else:
                 mean, scale = _batch_statistics(x, self.axis_name, who, self.per_coordinate)
                 state = _record(state, self.state_index, self.momentum, mean, scale)
@@ -386,7 +392,7 @@ class MagnitudeEMANorm(AbstractNormaliser, eqx.nn.StatefulLayer):
         if inference:
             s = self.statistic(state)
         else:
-            norm = jax.lax.stop_gradient(safe_norm(x))
+            norm = jax.lax.stop_gradient(safe_norm(x.astype(compute_dtype(d))))
             if self.axis_name is not None:
                 try:
                     norm = jax.lax.pmean(norm, self.axis_name)
@@ -395,7 +401,7 @@ class MagnitudeEMANorm(AbstractNormaliser, eqx.nn.StatefulLayer):
             count, hidden = state.get(self.state_index)
             s, new = self._step(x, count, hidden, norm)
             state = state.set(self.state_index, new)
-        y = F.magnitude_normalise(x, s.astype(d), self.gamma.astype(d), self.beta.astype(d),
+        y = F.magnitude_normalise(x, s, self.gamma.astype(d), self.beta.astype(d),
                                   self.eps)
         return y.astype(d), state
 
