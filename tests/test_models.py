@@ -73,10 +73,19 @@ def test_mlp_with_an_initialiser_takes_its_probabilistic_cells():
      "parameterization"),
     (dict(in_features=3, widths=[4], out_features=2, activation="NoSuchThing"),
      "NoSuchThing"),
+    (dict(in_features=3, widths=[4], out_features=2, activation="Linear"),
+     "'Linear' is in the layer family, not the activation family"),
+    (dict(in_features=3, widths=[4], out_features=2, norm="ReLU"),
+     "'ReLU' is in the activation family, not the normaliser family"),
 ])
 def test_mlp_bad_arguments(kwargs, match):
     with pytest.raises(ValueError, match=match):
         tnn.MLP(**kwargs, key=jax.random.key(0))
+
+
+def test_mlp_refuses_a_non_floating_dtype():
+    with pytest.raises(TypeError, match="`dtype` must be a floating dtype"):
+        tnn.MLP(3, [4], 2, key=jax.random.key(0), dtype=jnp.int32)
 
 
 def test_mlp_wrong_input_shape():

@@ -32,9 +32,17 @@ def _nn():
 
 
 def _lookup(name: str, what: str):
+    from ...taxonomy._registry import registry
+
     obj = getattr(_nn(), name, None)
     if obj is None:
         raise ValueError(f"MLP: unknown {what} {name!r}: taxdl.nn has no such primitive.")
+    families = {e.family for e in registry().values() if e.cls is obj}
+    if families and what not in families:
+        a = "an" if what[0] in "aeiou" else "a"
+        raise ValueError(f"MLP: {name!r} is in the {' / '.join(sorted(families))} family, "
+                         f"not the {what} family: pass {a} {what} name here (see "
+                         f"taxdl.table(family={what!r})).")
     return obj
 
 
@@ -138,6 +146,9 @@ class MLP(AbstractPrimitive):
             raise TypeError(f"MLP: `widths` must be a sequence of hidden widths (e.g. [{widths!r}] "
                             f"for one hidden layer), got {widths!r}.")
         widths = tuple(_check_int(w, "widths[i]") for w in widths)
+        if not jnp.issubdtype(jnp.dtype(dtype), jnp.floating):
+            raise TypeError(f"MLP: `dtype` must be a floating dtype (e.g. float32), got "
+                            f"{jnp.dtype(dtype)}.")
         if parameterization not in PARAMETERIZATIONS:
             raise ValueError(f"MLP: `parameterization` must be one of {PARAMETERIZATIONS}, got "
                              f"{parameterization!r}.")
