@@ -21,10 +21,12 @@ from taxdl.groups import (
     O,
     OrthogonalComplement,
     Permutation,
+    Product,
     ScaleShift,
     Scaling,
     Translation,
     linear_element,
+    same_group,
 )
 from taxdl.taxonomy import (
     RULES,
@@ -36,7 +38,7 @@ from taxdl.taxonomy import (
     reinitialise,
     transport,
 )
-from taxdl.taxonomy._compose import Part, _linear_part, compose, residual
+from taxdl.taxonomy._compose import Part, _joins, _linear_part, compose, residual
 
 N = 6
 
@@ -428,4 +430,21 @@ def test_closure_transport_lets_the_first_part_absorb_its_factors(dtype):
     model = tnn.Sequential([tnn.LayerNorm(6), tnn.Linear(6, 6, key=jax.random.key(0))])
     report = check(model, dtype=dtype, generations=["closure"], maximality=False,
                    raise_on_failure=False)
+    assert report.passed, str(report)
+
+
+def test_negative_scalings_are_generated_by_positive_ones_and_the_point_reflection():
+    """LayerNorm → Linear at initialisation: LayerNorm absorbs positive scalings and
+    shifts of its input, −x passes through it as −LayerNorm(x) and the Linear's Gaussian
+    weights absorb the sign in law, so its probabilistic R cell is ℝ×,+λ1 × Sₙ, generated
+    by ℝ×₊,+λ1 and ±I × Sₙ (ℝ× = ℝ×₊ · {±I}). The checker confirms the cell, maximality
+    included."""
+    from taxdl.groups import PointReflection
+    from taxdl.testing import check
+
+    model = tnn.Sequential([tnn.LayerNorm(6), tnn.Linear(6, 6, key=jax.random.key(0))])
+    cell = taxdl.taxonomy(model).cell("probabilistic", "R").group
+    assert same_group(cell.on(6), Product(ScaleShift(positive=False), Permutation()).on(6))
+    assert _joins([Scaling(positive=True), PointReflection()])[-1] == Scaling(positive=False)
+    report = check(model, generations=["probabilistic"], raise_on_failure=False)
     assert report.passed, str(report)

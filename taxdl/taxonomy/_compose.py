@@ -265,8 +265,8 @@ def factorisation(group: AbstractGroup) -> Factorisation | None:
 
     Known: translation extensions (E(n), Aff(n), (ℝ×)ⁿ⋉ℝⁿ, Sₙ⋉(ℝ×)ⁿ⋉ℝⁿ, …) as their
     linear part and the translations; the monomial groups and Bₙ as diagonal matrices
-    (signs) and permutations; ℝ×·O(n) as ℝ×₊ and O(n); the scale-shifts as the shift
-    along 1 and the scalings.
+    (signs) and permutations; ℝ×·O(n) as ℝ×₊ and O(n); ℝ× as ℝ×₊ and ±I; the
+    scale-shifts as the shift along 1 and the scalings.
     """
     return None
 
@@ -299,6 +299,23 @@ def _(group: AbstractTranslationExtension) -> Factorisation:
 def _(group: ScaleShift) -> Factorisation:
     return Factorisation((Translation(), Scaling(positive=group.positive)),
                          _translation_first)
+
+
+def _magnitude_then_sign(element):
+    m = element.matrix
+    c = m[..., :1, :1]
+    sign = jnp.where(c < 0, -1, 1).astype(m.dtype)
+    return [linear_element(m * sign), linear_element(sign * jnp.eye(m.shape[-1], dtype=m.dtype))]
+
+
+@factorisation.register
+def _(group: Scaling) -> Factorisation | None:
+    """ℝ× as ℝ×₊ and ±I (c = |c| · sign c)."""
+    if group.positive:
+        return None
+    from ..groups import PointReflection
+
+    return Factorisation((Scaling(positive=True), PointReflection()), _magnitude_then_sign)
 
 
 @factorisation.register
