@@ -197,3 +197,23 @@ def test_convolution_kernels_are_refused():
         tnn.init_weights(eqx.nn.Sequential([conv]), tnn.HaarOrthogonal(), k)
     with pytest.raises(TypeError, match="convolution kernel"):
         tnn.init_linear(conv, tnn.IsotropicNormal(), k)
+
+
+@pytest.mark.parametrize("name,kwargs,arg", [
+    ("haar_orthogonal", dict(gain=float("nan")), "gain"),
+    ("qr_orthogonal", dict(gain=0.0), "gain"),
+    ("isotropic_normal", dict(gain=-1.0), "gain"),
+    ("sphere_uniform", dict(radius=float("inf")), "radius"),
+    ("uniform", dict(limit=0.0), "limit"),
+    ("truncated_normal", dict(stddev=float("nan")), "stddev"),
+    ("truncated_normal", dict(lower=float("-inf")), "lower"),
+])
+def test_functional_initialisers_validate_their_scales(name, kwargs, arg):
+    """A NaN, infinite, zero or negative scale would give NaN, infinite or degenerate
+    weights silently; the error names the argument."""
+    from taxdl.nn.initialisers import _functional as F
+
+    with pytest.raises(ValueError, match=f"`{arg}`"):
+        getattr(F, name)(jax.random.key(0), (3, 3), **kwargs)
+    ok = {k: 2.0 if k != "lower" else -2.0 for k in kwargs}
+    assert np.all(np.isfinite(np.asarray(getattr(F, name)(jax.random.key(0), (3, 3), **ok))))

@@ -12,6 +12,8 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, PRNGKeyArray
 
+from .._numerics import finite_float
+
 
 def _check_shape(shape, who: str, min_ndim: int = 1) -> tuple[int, ...]:
     if isinstance(shape, int):
@@ -32,6 +34,17 @@ def _check_dtype(dtype, who: str):
     if not jnp.issubdtype(dtype, jnp.floating):
         raise TypeError(f"{who}: `dtype` must be a real floating dtype, got {dtype}.")
     return dtype
+
+
+def _positive(value, name: str, who: str):
+    """A scale hyperparameter (gain, radius, limit, stddev): a finite number > 0, named in
+    the error; a JAX array (e.g. traced) is used as given."""
+    if isinstance(value, jax.Array):
+        return value
+    try:
+        return finite_float(value, name, low=0, low_open=True)
+    except (TypeError, ValueError) as err:
+        raise type(err)(f"{who}: {err}") from None
 
 
 def _work(dtype):
@@ -129,6 +142,7 @@ def haar_orthogonal(key: PRNGKeyArray, shape, dtype=None, gain: float = 1.0) -> 
     """
     shape = _check_shape(shape, "haar_orthogonal", 2)
     dtype = _check_dtype(dtype, "haar_orthogonal")
+    gain = _positive(gain, "gain", "haar_orthogonal")
     *batch, m, n = shape
     tall = m >= n
     rows, cols = (m, n) if tall else (n, m)
@@ -150,6 +164,7 @@ def qr_orthogonal(key: PRNGKeyArray, shape, dtype=None, gain: float = 1.0) -> Ar
     """
     shape = _check_shape(shape, "qr_orthogonal", 2)
     dtype = _check_dtype(dtype, "qr_orthogonal")
+    gain = _positive(gain, "gain", "qr_orthogonal")
     *batch, m, n = shape
     tall = m >= n
     rows, cols = (m, n) if tall else (n, m)
@@ -169,6 +184,7 @@ def variance_scale(shape, mode: str, gain: float = 1.0) -> float:
     """
     if mode not in _MODES:
         raise ValueError(f"`mode` must be one of {_MODES}, got {mode!r}.")
+    gain = _positive(gain, "gain", "variance_scale")
     fan_in, fan_out = fans(shape)
     fan = {"fan_in": fan_in, "fan_out": fan_out, "fan_avg": (fan_in + fan_out) / 2}[mode]
     return gain * gain / fan
@@ -204,6 +220,7 @@ def sphere_uniform(key: PRNGKeyArray, shape, dtype=None, radius: float = 1.0) ->
     """
     shape = _check_shape(shape, "sphere_uniform")
     dtype = _check_dtype(dtype, "sphere_uniform")
+    radius = _positive(radius, "radius", "sphere_uniform")
     from ..normalisers._functional import unit_vector
 
     z = jax.random.normal(key, shape, _work(dtype))
@@ -221,6 +238,7 @@ def uniform(key: PRNGKeyArray, shape, dtype=None, limit: float = 1.0) -> Array:
     """
     shape = _check_shape(shape, "uniform")
     dtype = _check_dtype(dtype, "uniform")
+    limit = _positive(limit, "limit", "uniform")
     return jax.random.uniform(key, shape, _work(dtype), -limit, limit).astype(dtype)
 
 
@@ -250,6 +268,9 @@ def truncated_normal(key: PRNGKeyArray, shape, dtype=None, stddev: float = 1.0,
     bounds are symmetric)."""
     shape = _check_shape(shape, "truncated_normal")
     dtype = _check_dtype(dtype, "truncated_normal")
+    stddev = _positive(stddev, "stddev", "truncated_normal")
+    lower = finite_float(lower, "lower") if not isinstance(lower, jax.Array) else lower
+    upper = finite_float(upper, "upper") if not isinstance(upper, jax.Array) else upper
     if not lower < upper:
         raise ValueError(f"`lower` must be < `upper`, got {lower!r} and {upper!r}.")
     # Variance of the standard normal truncated to [lower, upper].
