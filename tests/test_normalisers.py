@@ -661,3 +661,23 @@ def test_batch_norm_needs_a_batch_axis():
     # (under the test suite's runtime annotation checks the annotation rejects it first)
     with pytest.raises((ValueError, TypeError), match=r"\(b, \*spatial, n\)|b \*s n"):
         tf.batch_norm(jnp.ones(8), 1.0, 0.0)
+
+
+@pytest.mark.parametrize("make", [
+    lambda i, f: tnn.LayerNorm(i(6), eps=f(1e-5)),
+    lambda i, f: tnn.RMSNorm(i(6), eps=f(1e-5)),
+    lambda i, f: tnn.GroupNorm(i(6), i(3), eps=f(1e-5)),
+    lambda i, f: tnn.InstanceNorm(i(6), eps=f(1e-5)),
+    lambda i, f: tnn.SimpleIsotropicLayerNorm(i(6)),
+    lambda i, f: tnn.ChiNorm(i(6), eps=f(1e-5), momentum=f(0.9)),
+    lambda i, f: tnn.BatchNorm(i(6), eps=f(1e-5), momentum=f(0.9)),
+], ids=["LayerNorm", "RMSNorm", "GroupNorm", "InstanceNorm", "SimpleIsotropicLayerNorm",
+        "ChiNorm", "BatchNorm"])
+def test_numpy_scalar_hyperparameters_are_numbers(make):
+    """NumPy integers and floats (e.g. read from a config array) build the same module as
+    Python numbers."""
+    a, b = make(int, float), make(np.int64, np.float32)
+    assert a.n == b.n and type(b.n) is int
+    for field in ("eps", "momentum", "groups"):
+        if hasattr(a, field):
+            assert getattr(b, field) == pytest.approx(getattr(a, field), rel=1e-6)

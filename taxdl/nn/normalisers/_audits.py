@@ -44,7 +44,7 @@ from ...taxonomy import (
     transport,
 )
 from . import _functional as F
-from ._checks import check_channels, check_eps, check_input, check_n
+from ._checks import IntLike, RealLike, check_channels, check_eps, check_input, check_n
 
 
 # ================================================================================ RMSNorm
@@ -71,7 +71,7 @@ class RMSNorm(AbstractNormaliser):
     n: int = eqx.field(static=True)
     eps: float = eqx.field(static=True)
 
-    def __init__(self, n: int, eps: float = 0.0, *, dtype=jnp.float32):
+    def __init__(self, n: IntLike, eps: RealLike = 0.0, *, dtype=jnp.float32):
         self.n = check_n(n, "RMSNorm")
         self.eps = check_eps(eps, "RMSNorm")
         self.gamma = jnp.ones((n,), dtype)
@@ -212,10 +212,10 @@ class GroupNorm(AbstractNormaliser):
     groups: int = eqx.field(static=True)
     eps: float = eqx.field(static=True)
 
-    def __init__(self, n: int, groups: int, eps: float = 0.0, *, dtype=jnp.float32):
-        self.n = check_n(n, "GroupNorm")
+    def __init__(self, n: IntLike, groups: IntLike, eps: RealLike = 0.0, *, dtype=jnp.float32):
+        self.n = n = check_n(n, "GroupNorm")
         F._check_groups(n, groups)
-        self.groups = groups
+        self.groups = int(groups)
         self.eps = check_eps(eps, "GroupNorm")
         self.gamma = jnp.ones((n,), dtype)
         self.beta = jnp.zeros((n,), dtype)
@@ -262,7 +262,7 @@ class InstanceNorm(AbstractNormaliser):
     n: int = eqx.field(static=True)
     eps: float = eqx.field(static=True)
 
-    def __init__(self, n: int, eps: float = 0.0, *, dtype=jnp.float32):
+    def __init__(self, n: IntLike, eps: RealLike = 0.0, *, dtype=jnp.float32):
         self.n = check_n(n, "InstanceNorm")
         self.eps = check_eps(eps, "InstanceNorm")
         self.gamma = jnp.ones((n,), dtype)

@@ -11,10 +11,11 @@ import math
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, Float
 
 from .._numerics import compute_dtype, require_floating
-from ._checks import check_eps
+from ._checks import IntLike, RealLike, check_eps
 from ..activations._functional import isotropic_tanh
 
 
@@ -89,7 +90,7 @@ def unit_vector(x: Float[Array, "*b n"]) -> Float[Array, "*b n"]:
     return _scaled_standardise(x, -1, 0.0, reduce="sum").astype(x.dtype)
 
 
-def centred_standardise(x: Float[Array, "*b n"], eps: float = 0.0) -> Float[Array, "*b n"]:
+def centred_standardise(x: Float[Array, "*b n"], eps: RealLike = 0.0) -> Float[Array, "*b n"]:
     """$(x - \\mathbb E_i x)/\\sqrt{ε + \\operatorname{Var}_i x}$ along the last axis (the
     normalisation inside LayerNorm, eq 43); a constant input maps to $0$.
 
@@ -134,7 +135,7 @@ def isotropic_layer_norm(x: Float[Array, "*b n"], w_in: Float[Array, "k n"],
     return jnp.einsum("nk,...k->...n", w_out, h) + b_out
 
 
-def layer_norm(x: Float[Array, "*b n"], gamma, beta, eps: float = 0.0) -> Float[Array, "*b n"]:
+def layer_norm(x: Float[Array, "*b n"], gamma, beta, eps: RealLike = 0.0) -> Float[Array, "*b n"]:
     """LayerNorm $γ \\odot (x - \\mathbb E_i x)/\\sqrt{ε + \\operatorname{Var}_i x} + β$
     (isotropic paper eq 43) over the last axis; γ, β scalars or vectors.
 
@@ -147,7 +148,7 @@ def layer_norm(x: Float[Array, "*b n"], gamma, beta, eps: float = 0.0) -> Float[
     return gamma * centred_standardise(x, eps) + beta
 
 
-def rms_norm(x: Float[Array, "*b n"], gamma, eps: float = 0.0) -> Float[Array, "*b n"]:
+def rms_norm(x: Float[Array, "*b n"], gamma, eps: RealLike = 0.0) -> Float[Array, "*b n"]:
     """RMSNorm $γ \\odot x / \\sqrt{ε + \\mathbb E_i x_i^2}$ over the last axis; $0 \\mapsto 0$.
 
     **Symmetry:** only a per-coordinate γ breaks the O(n)-equivariance of
@@ -158,15 +159,16 @@ def rms_norm(x: Float[Array, "*b n"], gamma, eps: float = 0.0) -> Float[Array, "
     return gamma * _scaled_standardise(x, -1, eps).astype(x.dtype)
 
 
-def _check_groups(n: int, groups: int) -> int:
-    if isinstance(groups, bool) or not isinstance(groups, int) or groups < 1 or n % groups:
+def _check_groups(n: int, groups: IntLike) -> int:
+    if (isinstance(groups, bool) or not isinstance(groups, (int, np.integer)) or groups < 1
+            or n % groups):
         raise ValueError(f"`groups` must be a positive divisor of the channel count {n}, "
                          f"got {groups!r}.")
-    return n // groups
+    return n // int(groups)
 
 
-def group_norm(x: Float[Array, "*s n"], gamma, beta, groups: int,
-               eps: float = 0.0) -> Float[Array, "*s n"]:
+def group_norm(x: Float[Array, "*s n"], gamma, beta, groups: IntLike,
+               eps: RealLike = 0.0) -> Float[Array, "*s n"]:
     """GroupNorm (isotropic paper App. A.1): channels last, split into `groups`
     contiguous groups; each group is standardised with the mean and variance over its
     channels and all leading (spatial) positions, then $γ \\odot \\cdot + β$ per channel.
@@ -181,13 +183,13 @@ def group_norm(x: Float[Array, "*s n"], gamma, beta, groups: int,
     eps = check_eps(eps, "group_norm")
     n = x.shape[-1]
     c = _check_groups(n, groups)
-    xg = x.reshape(*x.shape[:-1], groups, c)
+    xg = x.reshape(*x.shape[:-1], n // c, c)
     axes = tuple(range(x.ndim - 1)) + (x.ndim,)
     y = _centred_standardise(xg, axes, eps).reshape(x.shape).astype(x.dtype)
     return gamma * y + beta
 
 
-def instance_norm(x: Float[Array, "*s n"], gamma, beta, eps: float = 0.0
+def instance_norm(x: Float[Array, "*s n"], gamma, beta, eps: RealLike = 0.0
                   ) -> Float[Array, "*s n"]:
     """InstanceNorm (isotropic paper eq 44), channels last: every channel is standardised
     with its own mean and variance over the leading (spatial) positions, then
@@ -200,7 +202,7 @@ def instance_norm(x: Float[Array, "*s n"], gamma, beta, eps: float = 0.0
     return group_norm(x, gamma, beta, x.shape[-1], eps)
 
 
-def batch_norm(x: Float[Array, "b *s n"], gamma, beta, eps: float = 0.0
+def batch_norm(x: Float[Array, "b *s n"], gamma, beta, eps: RealLike = 0.0
                ) -> Float[Array, "b *s n"]:
     """BatchNorm over an explicit batch (isotropic paper eq 42): every coordinate
     (channel, last axis) is standardised with its mean and variance over the batch (and
@@ -240,7 +242,7 @@ def chi_scale(n: int) -> float:
 
 
 def chi_apply(x: Float[Array, "*b n"], mean: Float[Array, " n"], rms: Float[Array, ""],
-              gamma, beta, eps: float = 0.0) -> Float[Array, "*b n"]:
+              gamma, beta, eps: RealLike = 0.0) -> Float[Array, "*b n"]:
     """The per-example Chi-normaliser with given statistics (eq 47):
     $γ\\,\\frac{\\sqrt n}{\\mathbb E_{χ_n}}\\,\\frac{x - μ}{\\sqrt{ρ^2 + ε}} + \\vec β$, where
     $μ$ is the batch mean and $ρ^2 = \\mathbb E_B\\|x - μ\\|^2$ the mean squared magnitude.
@@ -315,7 +317,7 @@ def batch_statistics(x: Float[Array, "b n"]) -> tuple[Float[Array, " n"], Float[
 
 
 def batch_apply(x: Float[Array, "*b n"], mean: Float[Array, " n"], std: Float[Array, " n"],
-                gamma, beta, eps: float = 0.0) -> Float[Array, "*b n"]:
+                gamma, beta, eps: RealLike = 0.0) -> Float[Array, "*b n"]:
     """BatchNorm with given per-coordinate statistics: $γ \\odot (x - μ)/\\sqrt{σ^2 + ε} + β$.
 
     **Symmetry:** as [`BatchNorm`][taxdl.nn.BatchNorm].
@@ -324,7 +326,7 @@ def batch_apply(x: Float[Array, "*b n"], mean: Float[Array, " n"], std: Float[Ar
     return gamma * _ratio(x, mean, std, eps) + beta
 
 
-def chi_norm(x: Float[Array, "b n"], gamma, beta, eps: float = 0.0) -> Float[Array, "b n"]:
+def chi_norm(x: Float[Array, "b n"], gamma, beta, eps: RealLike = 0.0) -> Float[Array, "b n"]:
     """Chi-normalisation of an explicit batch (isotropic paper eqs 45–47): remove the
     batch mean (eq 46), divide by the batch RMS magnitude and by the Chi mean (eq 45)
     so that magnitudes are standardised, then $γ\\,\\cdot + \\vec β$ (eq 47).
@@ -346,7 +348,7 @@ def chi_norm(x: Float[Array, "b n"], gamma, beta, eps: float = 0.0) -> Float[Arr
 
 
 def magnitude_normalise(x: Float[Array, "*b n"], scale: Float[Array, ""], gamma, beta,
-                        eps: float = 0.0) -> Float[Array, "*b n"]:
+                        eps: RealLike = 0.0) -> Float[Array, "*b n"]:
     """Time-like magnitude normalisation (isotropic paper App. A.1.1, last paragraph):
     $γ\\,x / (s + ε) + \\vec β$ with $s$ a (gradient-stopped) moving average of the
     magnitude $\\|x\\|$ over training steps; $s + ε = 0$ gives β.

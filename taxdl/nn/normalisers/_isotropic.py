@@ -28,7 +28,7 @@ from ...taxonomy import (
 )
 from ..initialisers._functional import haar_orthogonal
 from . import _functional as F
-from ._checks import check_input, check_n
+from ._checks import IntLike, check_input, check_n
 
 
 @register(family="normaliser", name="SimpleIsotropicLayerNorm", formula="γ x̂ + β⃗",
@@ -63,7 +63,7 @@ class SimpleIsotropicLayerNorm(AbstractNormaliser):
         algebraic=(None, Scaling(positive=True), None),
     )
 
-    def __init__(self, n: int, *, dtype=jnp.float32):
+    def __init__(self, n: IntLike, *, dtype=jnp.float32):
         self.n = check_n(n, "SimpleIsotropicLayerNorm")
         self.gamma = jnp.ones((), dtype)
         self.beta = jnp.zeros((n,), dtype)
@@ -158,7 +158,7 @@ class IsotropicLayerNorm(AbstractNormaliser):
     bottleneck: int = eqx.field(static=True)
     normalisation: str = eqx.field(static=True)
 
-    def __init__(self, n: int, bottleneck: int | None = None, normalisation: str = "unit",
+    def __init__(self, n: IntLike, bottleneck: int | None = None, normalisation: str = "unit",
                  *, key: PRNGKeyArray, dtype=jnp.float32):
         self.n = check_n(n, "IsotropicLayerNorm", 2)
         k = max(n - 2, 1) if bottleneck is None else bottleneck

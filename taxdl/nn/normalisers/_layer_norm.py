@@ -13,7 +13,7 @@ from ...groups import (
     Translation,
     signs_times,
 )
-from ._checks import check_eps, check_input, check_n
+from ._checks import IntLike, RealLike, check_eps, check_input, check_n
 from ._functional import conjugated_gain, layer_norm
 from ...taxonomy import (
     AbstractNormaliser,
@@ -95,7 +95,8 @@ class LayerNorm(AbstractNormaliser):
     affine: str = eqx.field(static=True)
     eps: float = eqx.field(static=True)
 
-    def __init__(self, n: int, affine: str = "vector", eps: float = 0.0, *, dtype=jnp.float32):
+    def __init__(self, n: IntLike, affine: str = "vector", eps: RealLike = 0.0, *,
+                 dtype=jnp.float32):
         self.n = check_n(n, "LayerNorm", 2)
         if affine not in ("vector", "scalar"):
             raise ValueError(f"LayerNorm: `affine` must be 'vector' or 'scalar', got {affine!r}.")
@@ -132,7 +133,7 @@ class ScalarLayerNorm(AbstractNormaliser):
 
     inner: LayerNorm
 
-    def __init__(self, n: int, eps: float = 0.0, *, dtype=jnp.float32):
+    def __init__(self, n: IntLike, eps: RealLike = 0.0, *, dtype=jnp.float32):
         self.inner = LayerNorm(n, "scalar", eps, dtype=dtype)
 
     @property

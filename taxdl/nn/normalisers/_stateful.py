@@ -44,7 +44,7 @@ from ...taxonomy import (
 )
 from .._numerics import compute_dtype, safe_norm
 from . import _functional as F
-from ._checks import check_eps, check_input, check_momentum, check_n
+from ._checks import IntLike, RealLike, check_eps, check_input, check_momentum, check_n
 
 
 def _unbound(who: str, axis_name) -> str:
@@ -233,8 +233,8 @@ class ChiNorm(_AbstractDataNormaliser):
     statistics_of: ClassVar[Callable] = staticmethod(F.chi_statistics)
     apply_statistics: ClassVar[Callable] = staticmethod(F.chi_apply)
 
-    def __init__(self, n: int, axis_name: Hashable = "batch", eps: float = 1e-5,
-                 momentum: float = 0.99, inference: bool = False, *, dtype=jnp.float32):
+    def __init__(self, n: IntLike, axis_name: Hashable = "batch", eps: RealLike = 1e-5,
+                 momentum: RealLike = 0.99, inference: bool = False, *, dtype=jnp.float32):
         self.n = check_n(n, "ChiNorm")
         self.eps = check_eps(eps, "ChiNorm")
         self.momentum = check_momentum(momentum, "ChiNorm")
@@ -294,8 +294,8 @@ class BatchNorm(_AbstractDataNormaliser):
     statistics_of: ClassVar[Callable] = staticmethod(F.batch_statistics)
     apply_statistics: ClassVar[Callable] = staticmethod(F.batch_apply)
 
-    def __init__(self, n: int, axis_name: Hashable = "batch", eps: float = 1e-5,
-                 momentum: float = 0.99, inference: bool = False, *, dtype=jnp.float32):
+    def __init__(self, n: IntLike, axis_name: Hashable = "batch", eps: RealLike = 1e-5,
+                 momentum: RealLike = 0.99, inference: bool = False, *, dtype=jnp.float32):
         self.n = check_n(n, "BatchNorm")
         self.eps = check_eps(eps, "BatchNorm")
         self.momentum = check_momentum(momentum, "BatchNorm")
@@ -360,8 +360,8 @@ class MagnitudeEMANorm(AbstractNormaliser, eqx.nn.StatefulLayer):
              "initialisation 0; closure R: f(−x) is f with γ ↦ −γ",
     )
 
-    def __init__(self, n: int, axis_name: Hashable | None = "batch", eps: float = 1e-5,
-                 momentum: float = 0.99, inference: bool = False, *, dtype=jnp.float32):
+    def __init__(self, n: IntLike, axis_name: Hashable | None = "batch", eps: RealLike = 1e-5,
+                 momentum: RealLike = 0.99, inference: bool = False, *, dtype=jnp.float32):
         self.n = check_n(n, "MagnitudeEMANorm")
         self.eps = check_eps(eps, "MagnitudeEMANorm")
         self.momentum = check_momentum(momentum, "MagnitudeEMANorm")
