@@ -13,6 +13,7 @@ from _models import equivariant_taxonomy
 import taxdl.nn as tnn
 from taxdl.groups import (
     BlockScaleShift,
+    ConformalLinear,
     Element,
     EvenSignedPermutation,
     GeneralLinear,
@@ -32,6 +33,7 @@ from taxdl.taxonomy import (
     Flavour,
     Signature,
     Taxonomy,
+    reinitialise,
     signature,
     transport,
 )
@@ -350,6 +352,57 @@ def test_gaussian_and_haar_inits_are_orthogonally_invariant(init):
     for flavour in "LRE":
         result = assert_probabilistic(init, Orthogonal(), flavour, n=8)
         assert result.p_value > 1e-3 / 45 and result.checks == 1024
+
+
+class GaussianDirection(AbstractLayer):
+    """f(x) = Wx/‖Wx‖ with W standard Gaussian: at every single input x ≠ 0 the output is
+    uniform on the sphere, whatever x, so every one-input marginal of f∘g is that of f for
+    each g ∈ GL(n); the joint law is not (the angle between f(x) and f(x') follows the
+    angle between x and x'). Its right cell in law is ℝ×·O(n), and maximal."""
+
+    weight: jax.Array
+
+    taxonomy: ClassVar[Taxonomy] = Taxonomy(
+        closure=(None, GeneralLinear(), None), probabilistic=(None, ConformalLinear(), None))
+
+    def __init__(self, n, *, key):
+        self.weight = jax.random.normal(key, (n, n))
+
+    def __call__(self, x, *, key=None):
+        y = self.weight @ x
+        return y / jnp.sqrt(jnp.sum(y * y))
+
+
+@signature.register
+def _(layer: GaussianDirection, n=None):
+    return Signature(((layer.weight.shape[1],),))
+
+
+@reinitialise.register
+def _(layer: GaussianDirection, key):
+    return GaussianDirection(layer.weight.shape[1], key=key)
+
+
+def test_probabilistic_maximality_sees_joint_laws_at_two_inputs():
+    prim = GaussianDirection(4, key=jax.random.key(0))
+    assert_probabilistic(prim, ConformalLinear(), "R")
+    # independent of the checker: the mean cosine between f(x) and f(x') is that of the
+    # inputs' angle (NumPy float64); a general linear map changes the angle
+    rng = np.random.default_rng(0)
+    x, x2 = np.eye(4)[0], np.array([1.0, 1.0, 0.0, 0.0])
+    a = np.array([[1.0, 0, 0, 0], [0, 0.1, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1]])
+
+    def mean_cos(u, v):
+        w = rng.standard_normal((20000, 4, 4))
+        fu, fv = w @ u, w @ v
+        return np.mean(np.sum(fu * fv, -1) / np.linalg.norm(fu, axis=-1)
+                       / np.linalg.norm(fv, axis=-1))
+
+    assert abs(mean_cos(x, x2) - mean_cos(a @ x, a @ x2)) > 0.2
+    result = assert_maximal(prim, ConformalLinear(), "R", generation="probabilistic")
+    (m,) = result.maximality
+    assert m.group == "GL(4)" and m.found
+    assert m.counterexample.probe.startswith("cos∠(f(x), f(x'))")
 
 
 # ---------------------------------------------------------------- closure cells

@@ -41,7 +41,7 @@ from ._report import (
 )
 from ._fit import closure_residuals as fit_residuals
 from ._memory import relieve_map_pressure
-from ._stats import PROBE_NAMES, ks_pvalue, two_sample_test
+from ._stats import PROBE_COUNT, ks_pvalue, two_sample_test
 from ._subject import as_linear, cast, display_name, resolve
 
 RELATIONS = {
@@ -157,7 +157,7 @@ def _check_counts(n, samples, test_elements, alpha, data_batch, members) -> None
     integer(members, "members", 0, "generic members of a parameterised class")
     integer(samples, "samples", 2, "random functions per side of a probabilistic test")
     # the smallest p-value a test can give is that of two completely separated samples
-    threshold = alpha / (3 * len(PROBE_NAMES) * test_elements)
+    threshold = alpha / (PROBE_COUNT * test_elements)
     if ks_pvalue(1.0, samples, samples) >= threshold:
         enough = next(k for k in range(samples, 10**6) if ks_pvalue(1.0, k, k) < threshold)
         raise ValueError(f"`samples` = {samples} is too few: no probabilistic cell could fail "

@@ -456,6 +456,27 @@ def probes(ys) -> jax.Array:
     return jnp.concatenate([lin, v[:1], jnp.sqrt(n2)[None], peak[None]])
 
 
+PROBE_PAIRS = ((0, 1), (1, 2), (0, 2))
+"""The pairs of probe inputs whose outputs are compared by `pair_probe`."""
+
+
+def pair_probe(ya, yb) -> jax.Array:
+    """A joint probe of one random function at two inputs: the cosine of the angle between
+    the outputs (their product for scalar outputs). Each probe at a single input sees one
+    marginal law only, and a group can preserve every marginal but not the joint law:
+    under x ↦ LayerNorm(Wx) with Gaussian W, f(Ax) has the law of f(x) at each x for every
+    invertible A (Wx is Gaussian with a covariance that only scales with ‖Ax‖), while the
+    angle between f(Ax) and f(Ax') follows the angle between Ax and Ax'."""
+    a, b = _flat(ya), _flat(yb)
+    if jnp.iscomplexobj(a):
+        a, b = jnp.concatenate([a.real, a.imag]), jnp.concatenate([b.real, b.imag])
+    if a.size == 1:
+        return a * b
+    norms = jnp.sqrt(jnp.sum(a * a)) * jnp.sqrt(jnp.sum(b * b))
+    cos = jnp.sum(a * b) / jnp.where(norms > 0, norms, 1)
+    return jnp.where(norms > 0, cos, 0)[None]
+
+
 @eqx.filter_jit(**JIT_OPTIONS)
 def probe_samples(prim, kind, acted, act_out, batch_shape, code, ein, eout, eout_inv, keys,
                   probe_inputs):
@@ -463,18 +484,21 @@ def probe_samples(prim, kind, acted, act_out, batch_shape, code, ein, eout, eout
 
     Test t (code 0 = L: g∘h, 1 = R: h∘g, 2 = E: g⁻¹∘h∘g, 3 = h itself) uses elements
     `ein[t]`, `eout[t]`, `eout_inv[t]` and the random functions drawn from `keys[t]`
-    (shape (T, N)). Returns (T, N, P) probe values at the fixed `probe_inputs`.
+    (shape (T, N)). Returns (T, N, P) probe values: the `probes` at each of the fixed
+    `probe_inputs`, then a `pair_probe` for each of `PROBE_PAIRS`.
     """
 
     def one(c, e1, e2, e3, key):
         h = random_function(prim, kind, key, batch_shape)
-        vals = []
+        outs = []
         for x in probe_inputs:
             hx = h(*x)
             hgx = h(*_act_args(e1, x, acted))
             left = act_tree(e2, hx) if act_out else hx
             equi = act_tree(e3, hgx) if act_out else hgx
-            vals.append(probes(_select(c, [left, hgx, equi, hx])))
+            outs.append(_select(c, [left, hgx, equi, hx]))
+        vals = [probes(y) for y in outs]
+        vals += [pair_probe(outs[i], outs[j]) for i, j in PROBE_PAIRS if j < len(outs)]
         return jnp.concatenate(vals)
 
     per_test = jax.vmap(one, in_axes=(None, None, None, None, 0))

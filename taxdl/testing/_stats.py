@@ -1,6 +1,7 @@
 """The two-sample test of probabilistic cells (NumPy; no SciPy needed).
 
-Each probe (a scalar functional of a random function) gives two samples: under P(f) and
+Each probe (a scalar functional of a random function at one input, or at a pair of inputs)
+gives two samples: under P(f) and
 under the transformed distribution. They are compared with the two-sample
 Kolmogorov–Smirnov test; the asymptotic p-value is the Kolmogorov distribution
 $Q(\\lambda) = 2\\sum_{k\\ge1}(-1)^{k-1}e^{-2k^2\\lambda^2}$ at
@@ -22,6 +23,13 @@ JITTER = 1e-3
 PROBE_NAMES = ("a·f(x)", "b·f(x)", "f(x)[0]", "‖f(x)‖", "‖f(x)‖₄⁴/‖f(x)‖₂⁴")
 SCALAR_PROBE_NAMES = ("f(x)", "|f(x)|")
 INPUT_NAMES = ("x = ê₀", "x Gaussian", "x Gaussian + ½")
+PAIR_NAMES = ("cos∠(f(x), f(x')) at x = ê₀, x' Gaussian",
+              "cos∠(f(x), f(x')) at x Gaussian, x' Gaussian + ½",
+              "cos∠(f(x), f(x')) at x = ê₀, x' Gaussian + ½")
+SCALAR_PAIR_NAMES = tuple(name.replace("cos∠(f(x), f(x'))", "f(x)·f(x')")
+                          for name in PAIR_NAMES)
+PROBE_COUNT = len(INPUT_NAMES) * len(PROBE_NAMES) + len(PAIR_NAMES)
+"""Probes per group element of a vector-valued primitive (the Bonferroni factor)."""
 
 
 @dataclasses.dataclass
@@ -54,17 +62,23 @@ def ks_pvalue(d: float, n1: int, n2: int) -> float:
     return float(np.clip(q, 0.0, 1.0))
 
 
-def _probe_label(index: int, per_input: int) -> str:
-    j, p = divmod(index, per_input)
-    names = SCALAR_PROBE_NAMES if per_input == len(SCALAR_PROBE_NAMES) else PROBE_NAMES
-    return f"{names[p]} at {INPUT_NAMES[j] if j < len(INPUT_NAMES) else f'input {j}'}"
+def _probe_label(index: int, total: int) -> str:
+    """The name of probe `index` of `total`: the per-input probes at each input of
+    INPUT_NAMES, then the pair probes (the layout of `probe_samples`)."""
+    scalar = total == len(INPUT_NAMES) * len(SCALAR_PROBE_NAMES) + len(PAIR_NAMES)
+    names = SCALAR_PROBE_NAMES if scalar else PROBE_NAMES
+    j, p = divmod(index, len(names))
+    if j < len(INPUT_NAMES):
+        return f"{names[p]} at {INPUT_NAMES[j]}"
+    k = index - len(INPUT_NAMES) * len(names)
+    pairs = SCALAR_PAIR_NAMES if scalar else PAIR_NAMES
+    return pairs[k] if k < len(pairs) else f"probe {index}"
 
 
 def two_sample_test(base: np.ndarray, moved: np.ndarray, alpha: float,
                     rng: np.random.Generator) -> Outcome:
     """Compare `base` (N, P) with each of `moved` (G, N, P), probe by probe."""
     g, n, p = moved.shape
-    per_input = p // 3 if p % 3 == 0 else p
     threshold = alpha / (p * g)
     finite = np.isfinite(base).all() and np.isfinite(moved).all()
     if not finite:
@@ -72,7 +86,7 @@ def two_sample_test(base: np.ndarray, moved: np.ndarray, alpha: float,
         bad_moved = ~np.isfinite(moved).all(axis=(0, 1))
         if np.any(bad_base != bad_moved):
             j = int(np.argmax(bad_base != bad_moved))
-            return Outcome(True, 0.0, threshold, 1.0, _probe_label(j, per_input) +
+            return Outcome(True, 0.0, threshold, 1.0, _probe_label(j, p) +
                            " (non-finite on one side only)", n)
     best = Outcome(False, 1.0, threshold, 0.0, "", n)
     for j in range(p):
@@ -89,5 +103,5 @@ def two_sample_test(base: np.ndarray, moved: np.ndarray, alpha: float,
             pv = ks_pvalue(d, ja.size, jb.size)
             if pv < best.p_value or (pv == best.p_value and d > best.statistic):
                 best = Outcome(pv < threshold, pv, threshold, d,
-                               _probe_label(j, per_input), n)
+                               _probe_label(j, p), n)
     return best
