@@ -341,3 +341,15 @@ def test_residual_block_reports_and_applies_its_inner_symmetries():
     np.testing.assert_allclose(np.asarray(moved(x)), np.asarray(block(x)), rtol=1e-6)
     assert not np.allclose(np.asarray(moved.inner.layers[0].weight),
                            np.asarray(block.inner.layers[0].weight))
+
+
+def test_mlp_norm_by_name_receives_a_key_when_it_has_parameters_to_draw():
+    """IsotropicLayerNorm draws its bottleneck (Haar) at construction: given by name, it
+    gets a key derived from its layer's, so the model is reproducible from `key`."""
+    make = lambda k: tnn.MLP(4, [6], 2, activation="IsotropicTanh", norm="IsotropicLayerNorm",
+                             key=jax.random.key(k))
+    a, b, c = make(0), make(0), make(1)
+    wa, wb, wc = (m.layers.layers[1].w_in for m in (a, b, c))
+    np.testing.assert_array_equal(np.asarray(wa), np.asarray(wb))
+    assert not np.allclose(np.asarray(wa), np.asarray(wc))
+    np.testing.assert_allclose(np.asarray(wa @ wa.T), np.eye(wa.shape[0]), atol=1e-5)

@@ -1,5 +1,6 @@
 """A multilayer perceptron built from tagged primitives."""
 
+import inspect
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -62,12 +63,17 @@ def _make_activation(spec: Any, width: int) -> Any:
                     f"width -> primitive; got {spec!r}.")
 
 
-def _make_norm(spec: Any, width: int) -> Any:
+def _make_norm(spec: Any, width: int, key, dtype) -> Any:
     if isinstance(spec, str):
         spec = _lookup(spec, "normaliser")
     if isinstance(spec, AbstractPrimitive):
         norm = spec
-    elif callable(spec):  # a class or a factory, called with the width
+    elif isinstance(spec, type):  # a class: the width, and a key / dtype if it takes them
+        params = inspect.signature(spec).parameters
+        extra = {name: value for name, value in (("key", key), ("dtype", dtype))
+                 if name in params}
+        norm = spec(width, **extra)
+    elif callable(spec):  # a factory, called with the width
         norm = spec(width)
     else:
         raise TypeError(f"MLP: `norm` must be a normaliser class, a name or a factory "
@@ -165,11 +171,11 @@ class MLP(AbstractPrimitive):
                 layers.append(gmp(prev, w, act, key=k, dtype=dtype,
                                   positively_homogeneous=_positively_homogeneous(act)))
                 if norm is not None:
-                    layers.append(_make_norm(norm, w))
+                    layers.append(_make_norm(norm, w, jax.random.fold_in(k, 1), dtype))
             else:
                 layers.append(_affine(nn, prev, w, init, use_bias, k, dtype))
                 if norm is not None:
-                    layers.append(_make_norm(norm, w))
+                    layers.append(_make_norm(norm, w, jax.random.fold_in(k, 1), dtype))
                 layers.append(_make_activation(activation, w))
             prev = w
         layers.append(_affine(nn, prev, out_features, init, use_bias, keys[-1], dtype))
