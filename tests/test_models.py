@@ -353,3 +353,19 @@ def test_mlp_norm_by_name_receives_a_key_when_it_has_parameters_to_draw():
     np.testing.assert_array_equal(np.asarray(wa), np.asarray(wb))
     assert not np.allclose(np.asarray(wa), np.asarray(wc))
     np.testing.assert_allclose(np.asarray(wa @ wa.T), np.eye(wa.shape[0]), atol=1e-5)
+
+
+@pytest.mark.parametrize("use_bias", [True, False])
+def test_initialised_linear_declares_the_scalings_a_linear_map_commutes_with(use_bias):
+    """W(cx) = cWx: without a bias for every W (algebraic E ⊇ ℝ×), and in law at the
+    zero initial bias (probabilistic E = ℝ×·O(n) for the Gaussian default); the checker
+    confirms the cells, maximality included."""
+    from taxdl.groups import ConformalLinear, Scaling
+    from taxdl.testing import check
+
+    layer = tnn.InitialisedLinear(5, 5, use_bias=use_bias, key=jax.random.key(0))
+    t = taxdl.taxonomy(layer)
+    assert t.cell("probabilistic", "E").group == ConformalLinear()
+    assert (t.cell("algebraic", "E").group == Scaling()) is (not use_bias)
+    report = check(layer, raise_on_failure=False)
+    assert report.passed, str(report)

@@ -9,7 +9,7 @@ import jax.numpy as jnp
 from jax import named_scope
 from jaxtyping import Array, Float, PRNGKeyArray
 
-from ...groups import Affine, GeneralLinear, Orthogonal
+from ...groups import Affine, ConformalLinear, GeneralLinear, Orthogonal, Scaling
 from ...taxonomy import (
     AbstractLayer,
     Flavour,
@@ -30,8 +30,10 @@ class InitialisedLinear(AbstractLayer):
     **Symmetry:** closed under Aff(n) on every side with a bias (as
     [`Linear`][taxdl.nn.Linear]), under GL(n) without one; the
     probabilistic cells are those of the initialiser (whose declaration is that of
-    $x \\mapsto Wx$ with $W$ so drawn, isotropic paper App. A.2), O(n) for the default
-    Gaussian; algebraically trivial.
+    $x \\mapsto Wx$ with $W$ so drawn, isotropic paper App. A.2), O(n) / O(n) / ℝ×·O(n)
+    for the default Gaussian (the initial bias is zero, so every draw commutes with
+    scalings; ℝ× for an untagged initialiser); algebraically trivial with a bias and
+    ℝ×-equivariant without one ($W(cx) = cWx$).
 
     **Arguments:**
 
@@ -74,15 +76,18 @@ class InitialisedLinear(AbstractLayer):
     @property
     def taxonomy(self) -> Taxonomy:
         gl = GeneralLinear() if self.bias is None else Affine()
+        # a linear map commutes with scalings: always without a bias, in law at the zero
+        # initial bias with one
+        alg = (None, None, Scaling()) if self.bias is None else None
         if self.init is None:
             o = Orthogonal()
-            return Taxonomy(closure=(gl, gl, gl), probabilistic=(o, o, o),
-                            note="isotropic Gaussian initialisation")
+            return Taxonomy(closure=(gl, gl, gl), probabilistic=(o, o, ConformalLinear()),
+                            algebraic=alg, note="isotropic Gaussian initialisation")
         try:
             prob = taxonomy(self.init).probabilistic
         except TypeError:
-            prob = None  # an untagged initialiser: nothing is known about P
-        return Taxonomy(closure=(gl, gl, gl), probabilistic=prob,
+            prob = (None, None, Scaling())  # untagged: only the scalings are known
+        return Taxonomy(closure=(gl, gl, gl), probabilistic=prob, algebraic=alg,
                         note="probabilistic cells from the initialiser")
 
     @named_scope("taxdl.InitialisedLinear")
