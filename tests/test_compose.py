@@ -143,8 +143,12 @@ def test_residual_keeps_the_inner_equivariance():
 
 
 def test_residual_rule_removes_translations():
-    inner = Part({(g, f): (ScaleShift(),) for g in taxdl.taxonomy.GENERATIONS
-                  for f in Flavour}, N, N, "h")
+    """h(ax + t1) = a h(x) + t1 but h is not invariant to shifts: x + h(x) keeps the
+    scalings only (a shift t becomes 2t in the output)."""
+    from taxdl.groups import Trivial
+
+    inner = Part({(g, f): (ScaleShift(),) if f is Flavour.EQUIVARIANT else (Trivial(),)
+                  for g in taxdl.taxonomy.GENERATIONS for f in Flavour}, N, N, "h")
     out = residual(inner)
     assert out.taxonomy().cell("algebraic", "E").name == "ℝ×"
     assert out.taxonomy().cell("algebraic", "L").name == "I_n"
@@ -447,4 +451,22 @@ def test_negative_scalings_are_generated_by_positive_ones_and_the_point_reflecti
     assert same_group(cell.on(6), Product(ScaleShift(positive=False), Permutation()).on(6))
     assert _joins([Scaling(positive=True), PointReflection()])[-1] == Scaling(positive=False)
     report = check(model, generations=["probabilistic"], raise_on_failure=False)
+    assert report.passed, str(report)
+
+
+def test_residual_keeps_the_translations_its_inner_map_is_invariant_to():
+    """A pre-norm block f(x) = x + W·LayerNorm(x) + b: LayerNorm ignores shifts along 1,
+    so f(x + t1) − t1 = f(x) for every parameter value (algebraic E ⊇ +λ1), which the
+    rules get from the translations of the inner map's R cell. Checked directly and by
+    the checker (closure transport moves h by the shift, then conjugates it)."""
+    from taxdl.groups import Translation
+    from taxdl.testing import check
+
+    model = tnn.Residual([tnn.LayerNorm(6), tnn.Linear(6, 6, key=jax.random.key(0))])
+    assert taxdl.taxonomy(model).cell("algebraic", "E").group == Translation()
+    x = np.random.default_rng(0).normal(size=6)
+    for t in (-3.0, 0.5, 40.0):
+        np.testing.assert_allclose(np.asarray(model(jnp.asarray(x + t, jnp.float32))) - t,
+                                   np.asarray(model(jnp.asarray(x, jnp.float32))), atol=1e-4)
+    report = check(model, raise_on_failure=False)
     assert report.passed, str(report)

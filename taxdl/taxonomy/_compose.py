@@ -615,20 +615,45 @@ def chain(parts: Sequence[Part]) -> Part:
     return acc
 
 
+def translation_part(g: AbstractGroup) -> AbstractGroup | None:
+    """The translations of `g` as a group (+λ1 or ℝⁿ), None when it has none."""
+    if isinstance(g, (Translation, Translations)):
+        return g
+    if isinstance(g, Product):
+        found = [translation_part(f) for f in g.factors]
+        found = [t for t in found if t is not None]
+        return found[0] if len(found) == 1 else None
+    if isinstance(g, (ScaleShift, AbstractTranslationExtension)):
+        fac = factorisation(_unbind(g))
+        return next((h for h in fac.groups if isinstance(h, (Translation, Translations))),
+                    None)
+    return None
+
+
 def residual(inner: Part) -> Part:
-    """The part for $f = \\mathrm{id} + h$: E cells of `inner` (linear part), L and R
-    trivial."""
+    """The part for $f = \\mathrm{id} + h$: L and R trivial; the E cell holds on the
+    linear part of h's E cell and on the translations of h's R cell, so on the group they
+    generate: $g^{-1}\\circ f\\circ g = \\mathrm{id} + M^{-1}h(M\\,\\cdot + t)$ for
+    $g(x) = Mx + t$ (a pre-norm block x + W·LayerNorm(x) is E-invariant under shifts
+    along 1)."""
     if not inner.square:
         raise ValueError(
             f"a residual x + h(x) needs h to map a space to itself; {inner.name or 'h'} maps "
             f"dimension {inner.in_dim} to {inner.out_dim}."
         )
-    cells = {}
+    cells, direct = {}, {}
     for gen in GENERATIONS:
         for fl in FLAVOURS:
-            groups = inner.get(gen, fl) if fl is E else _TRIVIAL
-            cells[(gen, fl)] = tuple(_maximal([_linear_part(g) for g in groups])) or _TRIVIAL
-    return Part(cells, inner.in_dim, inner.out_dim, f"x + {inner.name}(x)", inner.parameters)
+            if fl is not E:
+                cells[(gen, fl)] = direct[(gen, fl)] = _TRIVIAL
+                continue
+            found = [_linear_part(g) for g in inner.get(gen, E)]
+            found += [t for t in map(translation_part, inner.get(gen, R)) if t is not None]
+            found = [g for g in found if not isinstance(g, Trivial)]
+            direct[(gen, fl)] = tuple(_maximal(found)) or _TRIVIAL
+            cells[(gen, fl)] = tuple(_maximal(_joins(found))) or _TRIVIAL
+    return Part(cells, inner.in_dim, inner.out_dim, f"x + {inner.name}(x)", inner.parameters,
+                direct)
 
 
 def covers(groups: Sequence[AbstractGroup], group: AbstractGroup) -> bool:

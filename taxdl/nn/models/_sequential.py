@@ -6,6 +6,7 @@ from typing import Any
 
 import equinox as eqx
 import jax
+import jax.numpy as jnp
 from jax import named_scope
 from jaxtyping import Array, Inexact, PRNGKeyArray
 
@@ -21,15 +22,19 @@ from ...taxonomy import (
     transport,
 )
 from ...taxonomy._compose import (
+    CLOSURE,
     Part,
     chain,
     chain_parts,
     inverse_element,
     part,
     residual,
+    translation_part,
     transport_chain,
     warn_fit,
 )
+from ...taxonomy._compose import _linear_part as linear_part
+from ...groups import Element
 
 L, R, E = Flavour.LEFT, Flavour.RIGHT, Flavour.EQUIVARIANT
 
@@ -220,8 +225,22 @@ def _(model: Sequential, flavour, element, group) -> Sequential:
 
 @transport.register
 def _(model: Residual, flavour, element, group) -> Residual:
-    # g⁻¹∘(id + h)∘g = id + g⁻¹∘h∘g for linear g; L and R cells are trivial, so other
-    # flavours only occur as maximality probes: the block is left unchanged.
+    # g⁻¹∘(id + h)∘g = id + M⁻¹h(M · + t) for g(x) = Mx + t: h moved on the right by the
+    # translation t (a translation of its R cell), then conjugated by the linear M. L and
+    # R cells are trivial, so other flavours only occur as maximality probes: the block
+    # is left unchanged.
     if Flavour(flavour) is not E:
         return model
-    return eqx.tree_at(lambda m: m.inner, model, transport(model.inner, E, element, group))
+    m = element.matrix
+    n = m.shape[-1]
+    inner = model.inner
+    shifts = [translation_part(g) for g in part(inner, n).get(CLOSURE, R)]
+    shift_group = next((t for t in shifts if t is not None), None)
+    if shift_group is not None:
+        eye = jnp.eye(n, dtype=m.dtype)
+        inner = transport(inner, R, Element(eye, element.shift), shift_group.on(n))
+    linear = linear_part(group) if group is not None else None
+    if linear is not None and not linear.bound:
+        linear = linear.on(n)
+    inner = transport(inner, E, Element(m, jnp.zeros_like(element.shift)), linear)
+    return eqx.tree_at(lambda m_: m_.inner, model, inner)
