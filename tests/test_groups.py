@@ -874,3 +874,17 @@ def test_block_diagonal_supergroups_contain_its_elements():
         assert all(G.is_subgroup(group, s) for s in sups)
     with pytest.raises(ValueError, match="factors must be real groups; got U\\(2\\)"):
         G.BlockDiagonal(G.Unitary(2), G.Orthogonal(1))
+
+
+def test_numpy_integers_bind_and_sample():
+    """Dimensions and sample counts read from NumPy arrays are integers: the bound group
+    stores a Python int and equals the one bound with a Python int."""
+    import taxdl.groups as G
+
+    for group in (G.Orthogonal(), G.Permutation(), G.Scaling(positive=True),
+                  G.Product(G.Scaling(positive=True), G.Permutation())):
+        bound = group.on(np.int64(4))
+        assert type(bound.n) is int and bound == group.on(4)
+        assert bound.sample(jax.random.key(0), np.int32(3)).matrix.shape == (3, 4, 4)
+    with pytest.raises(ValueError, match="`n`"):
+        G.Orthogonal().on(np.int64(0))

@@ -22,6 +22,9 @@ from jaxtyping import Array, ArrayLike, Bool, Float, Inexact, PRNGKeyArray, Shap
 
 from .._compile import SMALL_PROGRAM_OPTIONS
 
+IntLike = int | np.integer
+"""An integer: Python or NumPy."""
+
 
 class Element(eqx.Module):
     """A group element in affine matrix form, acting as $x \\mapsto M x + t$.
@@ -91,7 +94,7 @@ class AbstractGroup(eqx.Module):
 
     # ------------------------------------------------------------------ binding
     @abc.abstractmethod
-    def on(self, n: int) -> "AbstractGroup":
+    def on(self, n: "IntLike") -> "AbstractGroup":
         """Return the same group bound to dimension `n` of the space acted on (a family
         with a field `n` is rebound; a group whose dimension its factors fix accepts only
         that dimension)."""
@@ -124,7 +127,7 @@ class AbstractGroup(eqx.Module):
 
     # ------------------------------------------------------------------ elements
     def sample(
-        self, key: PRNGKeyArray, num: int, dtype=jnp.float32
+        self, key: PRNGKeyArray, num: IntLike, dtype=jnp.float32
     ) -> Element:
         """Draw `num` elements (a batched `Element`).
 
@@ -132,8 +135,9 @@ class AbstractGroup(eqx.Module):
         it follows the distribution documented on the concrete class.
         """
         self._require_n()
-        if isinstance(num, bool) or not isinstance(num, int) or num < 1:
+        if isinstance(num, bool) or not isinstance(num, (int, np.integer)) or num < 1:
             raise ValueError(f"`num` must be a positive integer, got {num!r}.")
+        num = int(num)
         dtype = jnp.dtype(dtype)
         if not jnp.issubdtype(dtype, jnp.inexact):
             raise TypeError(f"{self.name}: `dtype` must be a floating or complex dtype "
@@ -226,7 +230,7 @@ class AbstractCompactGroup(AbstractGroup):
     haar: ClassVar[bool] = True
     isometric: ClassVar[bool] = True
 
-    def on(self, n: int) -> AbstractGroup:
+    def on(self, n: IntLike) -> AbstractGroup:
         return _rebind(self, n)
 
 
@@ -241,7 +245,7 @@ class AbstractNoncompactGroup(AbstractGroup):
     field: ClassVar[str] = "real"
     isometric: ClassVar[bool] = False
 
-    def on(self, n: int) -> AbstractGroup:
+    def on(self, n: IntLike) -> AbstractGroup:
         return _rebind(self, n)
 
 
@@ -250,10 +254,10 @@ def scalars_label(group: AbstractGroup) -> str:
     return "ℝ×₊" if group.positive else "ℝ×"
 
 
-def _rebind(group: AbstractGroup, n: int) -> AbstractGroup:
+def _rebind(group: AbstractGroup, n: IntLike) -> AbstractGroup:
     """`group` with its dimension field set to `n`."""
     _check_dimension(n, type(group).__name__)
-    return dataclasses.replace(group, n=n)
+    return dataclasses.replace(group, n=int(n))
 
 
 class _NameFields:
@@ -327,7 +331,7 @@ def _both_inexact(a, b) -> bool:
 
 
 def _check_dimension(n, who: str) -> None:
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
         raise ValueError(f"{who}: the dimension `n` must be an integer >= 1, got {n!r}.")
 
 

@@ -14,6 +14,7 @@ from ._base import (
     AbstractGroup,
     AbstractNoncompactGroup,
     Element,
+    IntLike,
     _check_dimension,
     haar_orthogonal,
     helmert_basis,
@@ -151,7 +152,7 @@ class BlockDiagonal(AbstractGroup):
     def n(self) -> int:
         return sum(f.dim for f in self.factors)
 
-    def on(self, n: int) -> AbstractGroup:
+    def on(self, n: IntLike) -> AbstractGroup:
         if n != self.n:
             raise ValueError(f"{self.name} acts on dimension {self.n}; cannot bind n={n}.")
         return self
@@ -218,8 +219,9 @@ class Product(AbstractGroup):
         self.factors = tuple(f if n is None else f.on(n) for f in factors)
         self.n = n
 
-    def on(self, n: int) -> AbstractGroup:
-        return Product(*self.factors, n=n)
+    def on(self, n: IntLike) -> AbstractGroup:
+        _check_dimension(n, "Product")
+        return Product(*self.factors, n=int(n))
 
     @property
     def _factor_names(self) -> str:
