@@ -681,3 +681,14 @@ def test_numpy_scalar_hyperparameters_are_numbers(make):
     for field in ("eps", "momentum", "groups"):
         if hasattr(a, field):
             assert getattr(b, field) == pytest.approx(getattr(a, field), rel=1e-6)
+
+
+def test_chi_statistics_of_a_half_precision_batch_do_not_overflow():
+    """ρ = √(E‖x − μ‖²) of a float16 batch with entries ±60000 in 64 channels is
+    60000·8 = 480000 (closed form: every centred row is ±60000 per channel), beyond
+    float16's 65504: the statistics come back in float32."""
+    x = np.where(np.arange(64) % 2 == 0, 60000.0, -60000.0)[None] * np.array([[1.0], [-1.0]])
+    mu, rho = tnn.functional.chi_statistics(jnp.asarray(x, jnp.float16))
+    assert rho.dtype == jnp.float32 and mu.dtype == jnp.float32
+    np.testing.assert_allclose(float(rho), 60000.0 * 8, rtol=1e-3)
+    np.testing.assert_allclose(np.asarray(mu), 0.0, atol=1e-3)

@@ -280,11 +280,13 @@ def _ratio(x, mean, scale, eps):
 def chi_statistics(x: Float[Array, "b n"]) -> tuple[Float[Array, " n"], Float[Array, ""]]:
     """Batch statistics of the Chi-normaliser (eqs 46–47): the batch mean $μ$ (eq 46)
     and the RMS magnitude $ρ = \\sqrt{\\mathbb E_B\\|x - μ\\|^2}$ of the centred batch,
-    computed on $x/\\max|x|$ without overflow.
+    computed on $x/\\max|x|$ without overflow. Returned in `compute_dtype` (float32 for
+    half precisions: ρ grows like √n·max|x| and would overflow float16).
 
     **Symmetry:** a rotated batch XRᵀ has statistics (Rμ, ρ).
     """
-    dtype, x = x.dtype, x.astype(compute_dtype(x.dtype))
+    x = x.astype(compute_dtype(x.dtype))
+    dtype = x.dtype
     m = jax.lax.stop_gradient(jnp.max(jnp.abs(x)))
     m = jnp.where(m > 0, m, 1)
     u = x / m
@@ -301,10 +303,13 @@ def chi_statistics(x: Float[Array, "b n"]) -> tuple[Float[Array, " n"], Float[Ar
 def batch_statistics(x: Float[Array, "b n"]) -> tuple[Float[Array, " n"], Float[Array, " n"]]:
     """Per-coordinate batch mean and standard deviation (eq 42), overflow-safe.
 
+    Returned in `compute_dtype` (float32 for half precisions).
+
     **Symmetry:** a batch with permuted and sign-flipped channels has permuted statistics
     (signs on the mean).
     """
-    dtype, x = x.dtype, x.astype(compute_dtype(x.dtype))
+    x = x.astype(compute_dtype(x.dtype))
+    dtype = x.dtype
     m = _stop_max(x, 0)
     u = x / m
     mu = jnp.mean(u, axis=0, keepdims=True)
