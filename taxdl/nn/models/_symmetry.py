@@ -7,7 +7,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ...groups import AbstractGroup, Element, linear_element
+from ...groups import AbstractGroup, Element, Permutation, is_subgroup, linear_element
 from ...taxonomy import Flavour
 from ...taxonomy._compose import ParameterSymmetry
 from ...taxonomy._compose import parameter_symmetries as _parameter_symmetries
@@ -130,7 +130,11 @@ def apply_hidden(model: Any, site: int, element: Any, group: AbstractGroup | Non
     g = Element(g.matrix.astype(jnp.float32) if not jnp.issubdtype(g.matrix.dtype, jnp.inexact)
                 else g.matrix, g.shift.astype(jnp.float32) if not jnp.issubdtype(
                     g.shift.dtype, jnp.inexact) else g.shift)
-    if _concrete(g.matrix) and _concrete(g.shift) and not _member(group, g):
+    # a permutation vector (validated above) is in every group containing Sₙ: no need to
+    # compile a membership test for it
+    permutation = not isinstance(element, Element) and np.ndim(element) == 1
+    known = permutation and is_subgroup(Permutation(), group)
+    if not known and _concrete(g.matrix) and _concrete(g.shift) and not _member(group, g):
         raise ValueError(
             f"`element` is not in {group.name}, the group of site {site}: acting with it "
             "would change the model's function. Pass an element of the group (e.g. "
