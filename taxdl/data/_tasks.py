@@ -7,12 +7,10 @@ import numbers
 
 import numpy as np
 
+from .._types import IntLike, RealLike
+
 TASKS = ("rotation", "digits1d", "digits")
 
-IntLike = int | np.integer
-"""A count: a Python or NumPy integer (checked >= a minimum, bool rejected)."""
-RealLike = int | float | np.integer | np.floating
-"""A real hyperparameter: a Python or NumPy number (checked finite and in range)."""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -21,9 +21,8 @@ import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float, Inexact, PRNGKeyArray, Shaped
 
 from .._compile import SMALL_PROGRAM_OPTIONS
+from .._types import INT_TYPES, IntLike
 
-IntLike = int | np.integer
-"""An integer: Python or NumPy."""
 
 
 class Element(eqx.Module):
@@ -135,7 +134,7 @@ class AbstractGroup(eqx.Module):
         it follows the distribution documented on the concrete class.
         """
         self._require_n()
-        if isinstance(num, bool) or not isinstance(num, (int, np.integer)) or num < 1:
+        if isinstance(num, bool) or not isinstance(num, INT_TYPES) or num < 1:
             raise ValueError(f"`num` must be a positive integer, got {num!r}.")
         num = int(num)
         dtype = jnp.dtype(dtype)
@@ -331,7 +330,7 @@ def _both_inexact(a, b) -> bool:
 
 
 def _check_dimension(n, who: str) -> None:
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+    if isinstance(n, bool) or not isinstance(n, INT_TYPES) or n < 1:
         raise ValueError(f"{who}: the dimension `n` must be an integer >= 1, got {n!r}.")
 
 

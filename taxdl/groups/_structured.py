@@ -9,12 +9,12 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array
 
+from .._types import IntLike
 from ._base import (
     AbstractCompactGroup,
     AbstractGroup,
     AbstractNoncompactGroup,
     Element,
-    IntLike,
     _check_dimension,
     haar_orthogonal,
     helmert_basis,

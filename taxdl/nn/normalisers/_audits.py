@@ -44,7 +44,8 @@ from ...taxonomy import (
     transport,
 )
 from . import _functional as F
-from ._checks import IntLike, RealLike, check_channels, check_eps, check_input, check_n
+from ..._types import IntLike, RealLike
+from ._checks import check_channels, check_eps, check_input, check_n
 
 
 # ================================================================================ RMSNorm

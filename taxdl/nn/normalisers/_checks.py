@@ -3,29 +3,25 @@ argument (or the expected input shape) and the valid values."""
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
-_INT = (int, np.integer)
-_REAL = (int, float, np.integer, np.floating)
-IntLike = int | np.integer
-RealLike = int | float | np.integer | np.floating
+from ..._types import INT_TYPES, REAL_TYPES
 
 
 def check_n(n, who: str, minimum: int = 1) -> int:
-    if isinstance(n, bool) or not isinstance(n, _INT) or n < minimum:
+    if isinstance(n, bool) or not isinstance(n, INT_TYPES) or n < minimum:
         raise ValueError(f"{who}: `n` must be an integer >= {minimum}, got {n!r}.")
     return int(n)
 
 
 def check_eps(eps, who: str) -> float:
-    if isinstance(eps, bool) or not isinstance(eps, _REAL) or not (
+    if isinstance(eps, bool) or not isinstance(eps, REAL_TYPES) or not (
             eps >= 0 and eps < float("inf")):
         raise ValueError(f"{who}: `eps` must be a finite number >= 0, got {eps!r}.")
     return float(eps)
 
 
 def check_momentum(momentum, who: str) -> float:
-    if isinstance(momentum, bool) or not isinstance(momentum, _REAL) or not (
+    if isinstance(momentum, bool) or not isinstance(momentum, REAL_TYPES) or not (
             0 <= momentum < 1):
         raise ValueError(f"{who}: `momentum` must be a number in [0, 1), got {momentum!r}.")
     return float(momentum)

@@ -11,11 +11,11 @@ import math
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from jaxtyping import Array, Float
 
 from .._numerics import compute_dtype, require_floating
-from ._checks import IntLike, RealLike, check_eps
+from ..._types import INT_TYPES, IntLike, RealLike
+from ._checks import check_eps
 from ..activations._functional import isotropic_tanh
 
 
@@ -160,7 +160,7 @@ def rms_norm(x: Float[Array, "*b n"], gamma, eps: RealLike = 0.0) -> Float[Array
 
 
 def _check_groups(n: int, groups: IntLike) -> int:
-    if (isinstance(groups, bool) or not isinstance(groups, (int, np.integer)) or groups < 1
+    if (isinstance(groups, bool) or not isinstance(groups, INT_TYPES) or groups < 1
             or n % groups):
         raise ValueError(f"`groups` must be a positive divisor of the channel count {n}, "
                          f"got {groups!r}.")

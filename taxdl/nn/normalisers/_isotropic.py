@@ -28,7 +28,8 @@ from ...taxonomy import (
 )
 from ..initialisers._functional import haar_orthogonal
 from . import _functional as F
-from ._checks import IntLike, check_input, check_n
+from ..._types import IntLike
+from ._checks import check_input, check_n
 
 
 @register(family="normaliser", name="SimpleIsotropicLayerNorm", formula="γ x̂ + β⃗",

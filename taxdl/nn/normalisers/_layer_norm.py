@@ -13,7 +13,8 @@ from ...groups import (
     Translation,
     signs_times,
 )
-from ._checks import IntLike, RealLike, check_eps, check_input, check_n
+from ..._types import IntLike, RealLike
+from ._checks import check_eps, check_input, check_n
 from ._functional import conjugated_gain, layer_norm
 from ...taxonomy import (
     AbstractNormaliser,

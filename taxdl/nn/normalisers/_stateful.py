@@ -44,7 +44,8 @@ from ...taxonomy import (
 )
 from .._numerics import compute_dtype, safe_norm
 from . import _functional as F
-from ._checks import IntLike, RealLike, check_eps, check_input, check_momentum, check_n
+from ..._types import IntLike, RealLike
+from ._checks import check_eps, check_input, check_momentum, check_n
 
 
 def _unbound(who: str, axis_name) -> str:
