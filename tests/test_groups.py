@@ -698,6 +698,32 @@ def test_dilations_and_monomial_affine_maps():
     assert np.asarray(MA.on(6).contains(ma)).all()
     assert not np.asarray(G.Monomial(6).contains(ma)).any()        # non-zero shifts
     assert not np.asarray(G.DiagonalAffine(6).contains(ma)).all()  # some P ≠ I
+
+
+def test_positive_monomial_affine_maps():
+    """Sₙ⋉(ℝ×₊)ⁿ⋉ℝⁿ: between the positive monomials (or positive per-coordinate affine
+    maps) and Sₙ⋉(ℝ×)ⁿ⋉ℝⁿ; samples have positive entries and Gaussian shifts."""
+    MAp, MA = G.MonomialAffine(positive=True), G.MonomialAffine()
+    assert MAp.on(5).name == "S_5⋉(ℝ×₊)^5⋉ℝ^5"
+    assert [s.name for s in MAp.on(5).supergroups()] == ["S_5⋉(ℝ×)^5⋉ℝ^5"]
+    assert "S_5⋉(ℝ×₊)^5⋉ℝ^5" in [s.name for s in G.PositiveMonomial(5).supergroups()]
+    assert "S_5⋉(ℝ×₊)^5⋉ℝ^5" in [
+        s.name for s in G.DiagonalAffine(5, positive=True).supergroups()]
+    for small in (G.PositiveMonomial(), G.DiagonalAffine(positive=True), G.Translations(),
+                  G.ScaleTranslation(positive=True), G.Permutation()):
+        assert G.is_subgroup(small, MAp) and not G.is_subgroup(MAp, small), small.name
+    assert G.is_subgroup(MAp, MA) and not G.is_subgroup(MA, MAp)
+    for other in (G.Monomial(), G.SignedPermutation(), G.ScaleTranslation(), G.Scaling()):
+        assert not G.is_subgroup(other, MAp), other.name  # negative scalings
+    e = MAp.on(6).sample(jax.random.key(5), 300)
+    m, t = np.asarray(e.matrix, np.float64), np.asarray(e.shift, np.float64)
+    assert ((m != 0).sum(1) == 1).all() and ((m != 0).sum(2) == 1).all()
+    assert np.all((m[m != 0] >= 0.5 - 1e-6) & (m[m != 0] <= 2 + 1e-6))
+    assert _ks_pvalue(t[:, 2], stats.norm.cdf) > ALPHA
+    assert np.asarray(MAp.on(6).contains(e)).all()
+    assert np.asarray(MA.on(6).contains(e)).all()
+    assert not np.asarray(G.PositiveMonomial(6).contains(e)).any()  # non-zero shifts
+    assert not np.asarray(MAp.on(6).contains(MA.on(6).sample(jax.random.key(6), 50))).all()
     assert not np.asarray(MA.on(6).contains(G.Affine(6).sample(jax.random.key(4), 20))).any()
 
 

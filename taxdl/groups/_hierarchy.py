@@ -99,11 +99,11 @@ def _register(cls, fn):
     immediate_supergroups.register(cls)(fn)
 
 
-def _extra(name: str) -> AbstractGroup:
+def _extra(name: str, **fields) -> AbstractGroup:
     """An unbound group of `_extra`, imported late (`_extra` builds on this module)."""
     from . import _extra
 
-    return getattr(_extra, name)()
+    return getattr(_extra, name)(**fields)
 
 
 _register(Trivial, lambda g: _bind(
@@ -158,7 +158,8 @@ _register(Diagonal, lambda g: _bind(
     (Diagonal(), _extra("PositiveMonomial"), DiagonalAffine(positive=True)) if g.positive
     else (_extra("Monomial"), DiagonalAffine()), g.n))
 _register(DiagonalAffine, lambda g: _bind(
-    (DiagonalAffine(),) if g.positive else (_extra("MonomialAffine"),), g.n))
+    (DiagonalAffine(), _extra("MonomialAffine", positive=True)) if g.positive
+    else (_extra("MonomialAffine"),), g.n))
 _register(ScaleTranslation, lambda g: _bind(
     (ScaleTranslation(), DiagonalAffine(positive=True)) if g.positive
     else (DiagonalAffine(),), g.n))

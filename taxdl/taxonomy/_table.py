@@ -207,6 +207,7 @@ def known_groups() -> dict[str, AbstractGroup]:
             G.Diagonal(), G.DiagonalAffine(), G.Diagonal(positive=True),
             G.DiagonalAffine(positive=True), G.Monomial(), G.PositiveMonomial(),
             G.ScaleTranslation(), G.ScaleTranslation(positive=True), G.MonomialAffine(),
+            G.MonomialAffine(positive=True),
             G.ConformalLinear()]
     out = {g.name: g for g in fams}
     out.update({type(g).__name__: g for g in fams})

@@ -13,9 +13,9 @@ from jaxtyping import Array, Float
 
 from ...groups import (
     ConformalLinear,
+    MonomialAffine,
     Orthogonal,
     Permutation,
-    PositiveMonomial,
     SignedPermutation,
     SignFlips,
 )
@@ -115,21 +115,17 @@ class IsotropicMultiply(AbstractOperation):
         return F.isotropic_multiply(x, n)
 
 
-_ELEMENTWISE_NOTE = ("also equivariant to per-coordinate shifts x, n ↦ x + t, n + t "
-                     "(no hierarchy family joins them with the positive monomials)")
-
-
 @register(family="operation", formula="Σᵢ min(xᵢ, nᵢ) êᵢ", reference="isotropic paper eq 53")
 class ElementwiseMin(AbstractOperation):
     """Elementwise minimum (isotropic paper eq 53, audit).
 
-    **Symmetry:** algebraically equivariant, acting on both arguments, to permutations with
-    positive per-coordinate scalings, Sₙ ⋉ (ℝ×₊)ⁿ: $\\min(d x_i, d n_i) = d \\min(x_i,
-    n_i)$ for $d > 0$; a sign flip turns min into max, so not Bₙ. Also equivariant to
-    per-coordinate shifts (not a hierarchy family).
+    **Symmetry:** algebraically equivariant, acting on both arguments, to the
+    per-coordinate increasing affine maps with a permutation of the coordinates,
+    Sₙ ⋉ (ℝ×₊)ⁿ ⋉ ℝⁿ: $\\min(d x_i + t, d n_i + t) = d\\min(x_i, n_i) + t$ for $d > 0$
+    and any $t$; a sign flip turns min into max, so not Sₙ ⋉ (ℝ×)ⁿ ⋉ ℝⁿ.
     """
 
-    taxonomy: ClassVar[Taxonomy] = _algebraic(PositiveMonomial(), _ELEMENTWISE_NOTE)
+    taxonomy: ClassVar[Taxonomy] = _algebraic(MonomialAffine(positive=True))
 
     @named_scope("taxdl.ElementwiseMin")
     def __call__(self, x: Float[Array, "*b n"], n: Float[Array, "*#b n"], *, key=None
@@ -143,11 +139,11 @@ class ElementwiseMin(AbstractOperation):
 class ElementwiseMax(AbstractOperation):
     """Elementwise maximum (isotropic paper eq 54, audit).
 
-    **Symmetry:** as [`ElementwiseMin`][taxdl.nn.ElementwiseMin]: Sₙ ⋉ (ℝ×₊)ⁿ acting on
-    both arguments (and per-coordinate shifts, not a hierarchy family).
+    **Symmetry:** as [`ElementwiseMin`][taxdl.nn.ElementwiseMin]: Sₙ ⋉ (ℝ×₊)ⁿ ⋉ ℝⁿ acting
+    on both arguments.
     """
 
-    taxonomy: ClassVar[Taxonomy] = _algebraic(PositiveMonomial(), _ELEMENTWISE_NOTE)
+    taxonomy: ClassVar[Taxonomy] = _algebraic(MonomialAffine(positive=True))
 
     @named_scope("taxdl.ElementwiseMax")
     def __call__(self, x: Float[Array, "*b n"], n: Float[Array, "*#b n"], *, key=None
