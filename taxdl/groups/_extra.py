@@ -19,8 +19,8 @@
 Hierarchy (registered here): I ⊂ Phase ⊂ Sₙ×U(1) ⊂ U(1)ⁿ⋊Sₙ ⊂ U(n);
 Sₙ ⊂ PositiveMonomial ⊃ ℝ×₊ and Bₙ ⊂ Monomial ⊃ ℝ× (those edges are in the core
 rules), PositiveMonomial ⊂ Monomial ⊂ GL(n); Monomial, (ℝ×)ⁿ⋉ℝⁿ ⊂ Sₙ⋉(ℝ×)ⁿ⋉ℝⁿ ⊂
-Aff(n); PositiveMonomial, (ℝ×₊)ⁿ⋉ℝⁿ ⊂ Sₙ⋉(ℝ×₊)ⁿ⋉ℝⁿ ⊂ Sₙ⋉(ℝ×)ⁿ⋉ℝⁿ; rotated cone isometries ⊂ rotated cone group ⊂ GL(n) and
-rotated cone isometries ⊂ O(n).
+Aff(n); PositiveMonomial, (ℝ×₊)ⁿ⋉ℝⁿ ⊂ Sₙ⋉(ℝ×₊)ⁿ⋉ℝⁿ ⊂ Sₙ⋉(ℝ×)ⁿ⋉ℝⁿ; rotated cone
+isometries ⊂ rotated cone group ⊂ GL(n) and rotated cone isometries ⊂ O(n).
 """
 
 from typing import ClassVar
