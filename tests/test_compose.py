@@ -31,6 +31,7 @@ from taxdl.groups import (
 from taxdl.taxonomy import (
     RULES,
     AbstractLayer,
+    AbstractPrimitive,
     CompositionWarning,
     Flavour,
     Taxonomy,
@@ -39,6 +40,7 @@ from taxdl.taxonomy import (
     transport,
 )
 from taxdl.taxonomy._compose import Part, _joins, _linear_part, compose, residual
+from taxdl.testing import SymmetryViolation, check
 
 N = 6
 
@@ -128,11 +130,59 @@ def test_affine_sandwich_is_affine_equivariant_in_closure():
     assert t == taxdl.taxonomy(t_obj)
 
 
-def test_rectangular_chain_has_trivial_equivariant_cells():
+def test_rectangular_chain_keeps_its_scalar_equivariance():
+    # between different dimensions only scalars act on both sides. With biases and tanh:
+    # a⁻¹f(ax) is an MLP again (W₁ ↦ aW₁, W₂, b₂ ↦ W₂/a, b₂/a: closure ℝ×), and with
+    # symmetric weights and a zero initial bias f(−x) has the law of −f(x) (±I).
     t = taxdl.taxonomy(tnn.MLP(3, [5], 2, activation="Tanh", key=jax.random.key(0)))
     assert [t.cell(g, "E").name for g in ("closure", "probabilistic", "algebraic")] == [
-        "I_n"] * 3
+        "ℝ×", "±I_n", "I_n"]
+    assert t.cell("closure", "E").out is not None  # paired with the output's scalars
     assert t.cell("closure", "L").name == "Aff(n)"  # the last layer's bias takes t
+    # bias-free ReLU layers: positively homogeneous, f(ax) = af(x) for a > 0 (algebraic)
+    relu = tnn.MLP(3, [5, 4], 2, use_bias=False, key=jax.random.key(1))
+    t = taxdl.taxonomy(relu)
+    assert [t.cell(g, "E").name for g in ("closure", "probabilistic", "algebraic")] == [
+        "ℝ×", "ℝ×", "ℝ×₊"]
+    x = np.random.default_rng(0).normal(size=3)
+    f = lambda v: np.asarray(relu(jnp.asarray(v, jnp.float32)), np.float64)  # noqa: E731
+    np.testing.assert_allclose(f(2.5 * x), 2.5 * f(x), rtol=1e-5, atol=1e-6)
+    assert not np.allclose(f(-x), -f(x), atol=1e-3)  # not odd: ℝ×₊ is maximal
+
+
+class _HalfRelu(AbstractPrimitive):
+    """ℝ⁶ → ℝ³, relu(x[:3]) − ½ relu(x[3:]): positively homogeneous, not odd."""
+
+    taxonomy: ClassVar[Taxonomy]
+
+    def __call__(self, x, *, key=None):
+        return jax.nn.relu(x[:3]) - 0.5 * jax.nn.relu(x[3:])
+
+
+def _half_relu(e_cell):
+    cls = type("HalfRelu", (_HalfRelu,), {
+        "taxonomy": Taxonomy(closure=(None, None, e_cell), probabilistic=(None, None, e_cell),
+                             algebraic=(None, None, e_cell))})
+    return cls()
+
+
+def test_scalar_cells_of_a_map_between_dimensions_are_checked_and_maximal():
+    # ℝ×₊ holds (paired with the output's scalars), ℝ× is refuted, and the trivial
+    # cell is not maximal: the checker pairs aI₆ with aI₃
+    report = check(_half_relu(Scaling(positive=True)), n=6, examples=4, batch=16)
+    cell = report.cell("algebraic", "E")
+    assert cell.status == "passed" and cell.checks > 0
+    assert {m.group: m.found for m in cell.maximality}.get("ℝ×") is True
+    with pytest.raises(SymmetryViolation, match="algebraic E ℝ×"):
+        check(_half_relu(Scaling()), n=6, examples=4, batch=16, maximality=False)
+    with pytest.raises(SymmetryViolation, match="may not be maximal") as info:
+        check(_half_relu(None), n=6, examples=4, batch=16)
+    assert "ℝ×₊" in {m.group for m in info.value.cell.maximality if m.found is False}
+    # a composed bias-free ReLU model between dimensions passes with its inferred cells
+    report = check(tnn.MLP(6, [7], 3, use_bias=False, key=jax.random.key(2)), examples=2,
+                   samples=1024)
+    assert report.cell("algebraic", "E").group == "ℝ×₊"
+    assert report.cell("closure", "E").group == "ℝ×"
 
 
 def test_residual_keeps_the_inner_equivariance():

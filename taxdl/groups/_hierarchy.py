@@ -390,8 +390,10 @@ def represent(group: AbstractGroup, element: Element, dtype=jnp.float32) -> Elem
     """Map an element sampled from a group to `group`'s representation.
 
     The identity for every group except SU(2) in its adjoint representation, where a
-    standard 2×2 element $U$ becomes $R(U) \\in SO(3)$. The checker uses this to pair the
-    input and output representations of a mismatched equivariance (Bloch/Hopf).
+    standard 2×2 element $U$ becomes $R(U) \\in SO(3)$, and the scalar groups (I, {±I},
+    ℝ×₊, ℝ×), which act on every dimension: $aI_m$ becomes $aI_n$ for the group's bound
+    n. The checker uses this to pair the input and output representations of a
+    mismatched equivariance (Bloch/Hopf, or $f(ax) = af(x)$ for $f: ℝ^m \\to ℝ^n$).
     """
     del group, dtype
     return element
@@ -400,3 +402,32 @@ def represent(group: AbstractGroup, element: Element, dtype=jnp.float32) -> Elem
 @represent.register
 def _(group: SU2, element: Element, dtype=jnp.float32) -> Element:
     return group.represent(element, dtype)
+
+
+def _represent_scalar(group: AbstractGroup, element: Element, dtype=jnp.float32) -> Element:
+    n = group.n
+    if n is None or element.matrix.shape[-1] == n:
+        return element
+    a = element.matrix[..., :1, :1]
+    batch = element.matrix.shape[:-2]
+    matrix = a * jnp.eye(n, dtype=element.matrix.dtype)
+    return Element(matrix, jnp.zeros(batch + (n,), element.shift.dtype))
+
+
+SCALAR_GROUPS = (Trivial, PointReflection, Scaling)
+for _cls in SCALAR_GROUPS:
+    represent.register(_cls)(_represent_scalar)
+
+
+def scalar_subgroup(group: AbstractGroup) -> AbstractGroup:
+    """The largest scalar group $\\{aI\\}$ inside `group` that the hierarchy knows of:
+    ℝ× (both ℝ×₊ and −I in it), ℝ×₊, {±I} or I. Scalars act on every dimension, so this
+    is the part of an equivariance that can hold for a map between different
+    dimensions."""
+    positive = is_subgroup(Scaling(group.n, positive=True), group)
+    sign = is_subgroup(PointReflection(group.n), group)
+    if positive and sign:
+        return Scaling(group.n)
+    if positive:
+        return Scaling(group.n, positive=True)
+    return PointReflection(group.n) if sign else Trivial(group.n)

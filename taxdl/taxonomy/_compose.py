@@ -104,6 +104,13 @@ from ..groups import (
     linear_element,
     same_group,
 )
+from ..groups._hierarchy import (
+    SCALAR_GROUPS,
+    _family,
+    _rules_token,
+    represent,
+    scalar_subgroup,
+)
 from ._hooks import Signature, as_function, reinitialise, signature, transport
 from ._primitive import AbstractActivation, AbstractLayer
 from ._registry import taxonomy
@@ -170,19 +177,30 @@ def _unbind(g: AbstractGroup) -> AbstractGroup:
     return g
 
 
-@ft.lru_cache(maxsize=4096)
-def _subgroup(a: AbstractGroup, b: AbstractGroup) -> bool:
-    return is_subgroup(a, b)
+_LATTICE_MEMO: dict = {}
+
+
+def _remembered(kind: str, a: AbstractGroup, b: AbstractGroup, compute):
+    """`compute()` remembered per pair of families and dimensions until a hierarchy rule
+    or a known subgroup is registered (comparing the groups themselves as Equinox
+    modules is slow); computed afresh for groups whose fields are not hashable."""
+    token = (_rules_token(), frozenset(known_subgroups.registry.items()))
+    if _LATTICE_MEMO.get("token") != token:
+        _LATTICE_MEMO.clear()
+        _LATTICE_MEMO["token"] = token
+    try:
+        key = (kind, _family(a), a.n, _family(b), b.n)
+        hash(key)
+    except TypeError:
+        return compute()
+    if key not in _LATTICE_MEMO:
+        _LATTICE_MEMO[key] = compute()
+    return _LATTICE_MEMO[key]
 
 
 def _le(a: AbstractGroup, b: AbstractGroup) -> bool:
-    try:
-        if _subgroup(a, b):
-            return True
-    except TypeError:  # unhashable group (e.g. with array fields): no cache
-        if is_subgroup(a, b):
-            return True
-    return any(is_subgroup(a, c) for c in known_subgroups(b))
+    return _remembered("le", a, b, lambda: is_subgroup(a, b) or any(
+        is_subgroup(a, c) for c in known_subgroups(b)))
 
 
 @ft.singledispatch
@@ -233,6 +251,10 @@ def _maximal(groups: Sequence[AbstractGroup]) -> list[AbstractGroup]:
 def _meets(a: AbstractGroup, b: AbstractGroup) -> list[AbstractGroup]:
     """Every maximal family of the hierarchy contained in both `a` and `b` (e.g. Sₙ and
     ℝ×₊ for the positive monomials and the similarities)."""
+    return list(_remembered("meets", a, b, lambda: tuple(_compute_meets(a, b))))
+
+
+def _compute_meets(a: AbstractGroup, b: AbstractGroup) -> list[AbstractGroup]:
     if _le(a, b):
         return [a]
     if _le(b, a):
@@ -475,9 +497,18 @@ class Part:
         return self.direct.get((generation, flavour), _TRIVIAL)
 
     def get(self, generation: Generation, flavour: Flavour) -> tuple[AbstractGroup, ...]:
+        groups = self.cells.get((generation, flavour), _TRIVIAL)
         if flavour is E and not self.square:
-            return _TRIVIAL
-        return self.cells.get((generation, flavour), _TRIVIAL)
+            return _scalar_cells(groups)
+        return groups
+
+    def _cell(self, generation: Generation, flavour: Flavour, group: AbstractGroup) -> Cell:
+        kinds = (() if generation is not PROBABILISTIC or isinstance(group, Trivial)
+                 else (Kind.INITIALISATION,))
+        # between different dimensions the scalars act on each side: f(ax) = a f(x)
+        out = group if flavour is E and not self.square and not isinstance(
+            group, Trivial) else None
+        return Cell(group, kinds, out)
 
     def taxonomy(self) -> Taxonomy:
         """The declaration reported for this part: per flavour, the first group of each
@@ -494,8 +525,7 @@ class Part:
                 for other in self.get(gen, fl):
                     if other is not chosen and not _le(other, chosen):
                         extra.append(f"{gen.value} {fl.value} also {other.name}")
-                rows[gen][fl.value] = Cell(chosen) if gen is not PROBABILISTIC or isinstance(
-                    chosen, Trivial) else Cell(chosen, (Kind.INITIALISATION,))
+                rows[gen][fl.value] = self._cell(gen, fl, chosen)
                 below = chosen
         note = "inferred by composition rules"
         if self.name:
@@ -513,8 +543,9 @@ def _cells_of(decl: Taxonomy) -> dict:
             c = decl.cell(gen, fl)
             if gen is PROBABILISTIC and c.kinds and set(c.kinds) != {Kind.INITIALISATION}:
                 c = alg  # data- or time-like: only the algebraic part composes
-            if c.out is not None:  # mismatched representations do not compose here
-                c = Cell(Trivial())
+            if c.out is not None and not (same_group(c.out, c.group)
+                                          and isinstance(c.group, SCALAR_GROUPS)):
+                c = Cell(Trivial())  # mismatched representations do not compose here
             cells[(gen, fl)] = (_unbind(c.group),)
     return cells
 
@@ -568,7 +599,20 @@ def part(obj: Any, in_dim: int | None = None) -> Part:
                          jax.ShapeDtypeStruct((d,), dtype))
     if not hasattr(out, "shape") or len(out.shape) != 1:
         raise TypeError(f"{name} returns {out!r}; a chain needs parts returning one vector.")
-    return Part(_cells_of(decl), d, out.shape[0], name, params)
+    cells = _cells_of(decl)
+    if out.shape[0] != d:
+        # between different dimensions a class is closed under g⁻¹∘f∘g = (g⁻¹∘f)∘g for a
+        # scalar g when it is closed under both one-sided moves (the transport used)
+        cells[(CLOSURE, E)] = _meet_sets(_scalar_cells(cells[(CLOSURE, L)]),
+                                         _scalar_cells(cells[(CLOSURE, R)]))
+    return Part(cells, d, out.shape[0], name, params)
+
+
+def _scalar_cells(groups) -> tuple[AbstractGroup, ...]:
+    """The scalar subgroups of `groups`: what of an E cell holds for a part between
+    different dimensions, where only $aI$ acts on both sides ($f(ax) = af(x)$)."""
+    found = [scalar_subgroup(g) for g in groups]
+    return tuple(_maximal([g for g in found if not isinstance(g, Trivial)])) or _TRIVIAL
 
 
 # ----------------------------------------------------------------------- rules
@@ -591,14 +635,15 @@ def compose(outer: Part, inner: Part) -> Part:
     result = Part({}, in_dim, out_dim)
     for gen in GENERATIONS:
         for fl in FLAVOURS:
-            if fl is E and not result.square:
-                cells[(gen, fl)] = _TRIVIAL
-                continue
+            rectangular = fl is E and not result.square
             found: list[AbstractGroup] = []
             for rule in RULES:
                 if rule.flavour is not fl:
                     continue
-                found.extend(_meet_sets(*(sides[s].get(gen, f) for s, f in rule.terms)))
+                terms = (sides[s].get(gen, f) for s, f in rule.terms)
+                if rectangular:  # g acts on different dimensions: only scalars pair up
+                    terms = (_scalar_cells(t) for t in terms)
+                found.extend(_meet_sets(*terms))
             direct[(gen, fl)] = tuple(_maximal(found)) or _TRIVIAL
             cells[(gen, fl)] = tuple(_maximal(_joins(found))) or _TRIVIAL
     names = " ∘ ".join(n for n in (outer.name, inner.name) if n)
@@ -698,7 +743,7 @@ def transport_chain(layers: Sequence[Any], parts: Sequence[Part], flavour: Flavo
     """
     layers = tuple(layers)
     if len(layers) == 1:
-        return (transport(layers[0], flavour, element, group),)
+        return (_transport_part(layers[0], parts[0], flavour, element, inverse, group),)
     whole = chain(parts) if whole is None else whole
     split = _split_element(whole, flavour, element, group)
     if split is None and flavour is not E:
@@ -719,23 +764,53 @@ def transport_chain(layers: Sequence[Any], parts: Sequence[Part], flavour: Flavo
     outer_p, inner_p = parts[-1], chain(parts[:-1])
 
     def sub(fl, el):
-        return transport_chain(inner, parts[:-1], fl, el, element if el is inverse else inverse,
-                               group, inner_p)
+        other = element if el is inverse else inverse
+        d = inner_p.out_dim if fl is L else inner_p.in_dim
+        g, el = _scalar_at(group, el, d)
+        return transport_chain(inner, parts[:-1], fl, el, _scalar_at(group, other, d)[1], g,
+                               inner_p)
+
+    def last(fl, el):
+        return _transport_part(outer, outer_p, fl, el,
+                               element if el is inverse else inverse, group)
 
     if flavour is L:
         if not covers(outer_p.get(CLOSURE, L), group) and covers(
                 outer_p.get(CLOSURE, E), group) and covers(inner_p.get(CLOSURE, L), group):
-            return sub(L, element) + (transport(outer, E, inverse, group),)
-        return inner + (transport(outer, L, element, group),)
+            return sub(L, element) + (last(E, inverse),)
+        return inner + (last(L, element),)
     if flavour is R:
         if covers(inner_p.get(CLOSURE, R), group):
             return sub(R, element) + (outer,)
-        return sub(E, element) + (transport(outer, R, element, group),)
+        return sub(E, element) + (last(R, element),)
     if covers(outer_p.get(CLOSURE, E), group) and covers(inner_p.get(CLOSURE, E), group):
-        return sub(E, element) + (transport(outer, E, element, group),)
+        return sub(E, element) + (last(E, element),)
     if covers(outer_p.get(CLOSURE, L), group) and covers(inner_p.get(CLOSURE, R), group):
-        return sub(R, element) + (transport(outer, L, inverse, group),)
-    return sub(E, element) + (transport(outer, E, element, group),)
+        return sub(R, element) + (last(L, inverse),)
+    return sub(E, element) + (last(E, element),)
+
+
+def _scalar_at(group, element, d: int | None):
+    """`group` and `element` acting on dimension `d`: a scalar element $aI$ is the same
+    scalar on every dimension; anything else (or `d` None) is returned as it is."""
+    n = element.matrix.shape[-1]
+    if d is None or d == n or not (group is None or isinstance(group, SCALAR_GROUPS)):
+        return group, element
+    g = Scaling(d) if group is None else group.on(d)
+    return (None if group is None else g), represent(g, element)
+
+
+def _transport_part(layer, p: Part, flavour: Flavour, element, inverse, group):
+    """`transport` of one part, with `element` given on the input side (R, E) or output
+    side (L) of the enclosing chain. A scalar g for E on a part between different
+    dimensions moves it as $g^{-1}∘f∘g = (g^{-1}∘f)∘g$: right by g, then left by g⁻¹
+    (what `part` covers for such a part's closure E cell)."""
+    if flavour is E and not p.square:
+        g_in, e_in = _scalar_at(group, element, p.in_dim)
+        g_out, e_out = _scalar_at(group, inverse, p.out_dim)
+        return transport(transport(layer, R, e_in, g_in), L, e_out, g_out)
+    g, el = _scalar_at(group, element, p.out_dim if flavour is L else p.in_dim)
+    return transport(layer, flavour, el, g)
 
 
 def _split_element(whole: Part, flavour: Flavour, element, group,

@@ -93,7 +93,7 @@ class Cell(eqx.Module):
 
     @property
     def name(self) -> str:
-        if self.out is not None:
+        if self.out is not None and self.out.name != self.group.name:
             out = self.out.name  # e.g. "SU(2)→SO(3)" already names the input group
             return out if out.startswith(self.group.name + "→") else f"{self.group.name}→{out}"
         return self.group.name

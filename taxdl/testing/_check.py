@@ -11,7 +11,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..groups import AbstractGroup, Element, Trivial, immediate_supergroups, is_subgroup
+from ..groups import (
+    AbstractGroup,
+    Element,
+    Trivial,
+    immediate_supergroups,
+    is_subgroup,
+    same_group,
+)
+from ..groups._hierarchy import SCALAR_GROUPS
 from ..taxonomy import (
     AbstractInitialiser,
     Cell,
@@ -305,6 +313,8 @@ def make_plan(ctx: Context, flavour: Flavour, group: AbstractGroup,
         g = group if group.bound else _bind(group, d_in)
         return Plan(flavour, g, _bind(out, d_out), acted, d_in, d_out)
     d_in, d_out = _in_dim(ctx, acted), _out_dim(ctx)
+    if out is None and d_in != d_out and isinstance(group, SCALAR_GROUPS):
+        out = group  # a scalar acts on both dimensions: f(ax) = af(x)
     if out is None:
         if d_in != d_out:
             raise NotApplicable(f"input dimension {d_in} differs from output dimension "
@@ -899,10 +909,17 @@ def _coincides(ctx: Context, group: AbstractGroup, sup: AbstractGroup) -> bool:
 
 
 def _falsify(ctx, mode, kind, flavour, plan, sup) -> MaximalityResult:
+    out = None
     if plan.out is not None:
-        return MaximalityResult(sup.name, None, note="mismatched representations have no "
-                                "supergroup pairing in the hierarchy")
-    sub = dataclasses.replace(plan, sample=sup, avoid=plan.sample)
+        if _scalar_pair(plan) and not isinstance(sup, SCALAR_GROUPS):
+            return MaximalityResult(sup.name, None, note=(
+                f"not scalar: acts on dimension {plan.d_in} but not on the output's "
+                f"{plan.d_out}"))
+        if not _scalar_pair(plan):
+            return MaximalityResult(sup.name, None, note="mismatched representations have "
+                                    "no supergroup pairing in the hierarchy")
+        out = sup.on(plan.d_out)  # scalars act on both dimensions: aI ↦ aI
+    sub = dataclasses.replace(plan, sample=sup, out=out, avoid=plan.sample)
     if mode == "closure":
         if ctx.fit_closure:
             return _closure_witness(ctx, flavour, sub)
@@ -914,6 +931,13 @@ def _falsify(ctx, mode, kind, flavour, plan, sup) -> MaximalityResult:
         return MaximalityResult(sup.name, outcome.rejected, ce, group_family=sup)
     ce = search_rows(ctx, "algebraic", flavour, sub, use_members=True)
     return MaximalityResult(sup.name, ce is not None, ce, group_family=sup)
+
+
+def _scalar_pair(plan: Plan) -> bool:
+    """Whether the plan pairs a scalar group with itself on the output (a map between
+    different dimensions, $f(ax) = af(x)$), whose scalar supergroups pair the same way."""
+    return (isinstance(plan.sample, SCALAR_GROUPS) and plan.out is not None
+            and same_group(plan.sample, plan.out))
 
 
 FIT_ELEMENTS = 2
