@@ -405,6 +405,31 @@ def test_probabilistic_maximality_sees_joint_laws_at_two_inputs():
     assert m.counterexample.probe.startswith("cos∠(f(x), f(x'))")
 
 
+def test_probabilistic_maximality_probes_the_near_linear_range():
+    # f(x) = W₂ isotanh(W₁x) (bias-free, Gaussian W): f(Rx) has the law of f(x) for R ∈ O(n),
+    # but not f(ax), a ≠ 1, where tanh is not saturated; the larger probe inputs saturate
+    # it (‖W₁x‖ ≳ 3), so only the small input refutes ℝ×·O(n)
+    mlp = tnn.MLP(8, [8], 8, activation="IsotropicTanh", use_bias=False,
+                  key=jax.random.key(0))
+    result = assert_maximal(mlp, Orthogonal(), "R", generation="probabilistic")
+    m = {r.group: r for r in result.maximality}["ℝ×·O(8)"]
+    assert m.found and "Gaussian / 4" in m.counterexample.probe
+    # independent of the checker (NumPy float64): the mean output norm at a small input
+    # changes under x ↦ x/2, at a large one it does not (saturation)
+    rng = np.random.default_rng(0)
+    w1 = rng.standard_normal((20000, 8, 8)) / np.sqrt(8)
+    w2 = rng.standard_normal((20000, 8, 8)) / np.sqrt(8)
+
+    def mean_norm(x):
+        v = w1 @ x
+        r = np.linalg.norm(v, axis=-1, keepdims=True)
+        return np.mean(np.linalg.norm(w2 @ (np.tanh(r) * v / r)[..., None], axis=(-2, -1)))
+
+    small, large = np.full(8, 0.25), np.full(8, 3.0)
+    assert abs(mean_norm(small / 2) / mean_norm(small) - 1) > 0.3
+    assert abs(mean_norm(large / 2) / mean_norm(large) - 1) < 0.05
+
+
 # ---------------------------------------------------------------- closure cells
 class UnderClaimedAffine(AbstractLayer):
     """An affine layer with the right transport whose closure cells claim GL(n) only:

@@ -734,12 +734,13 @@ def search_rows(ctx: Context, mode: str, flavour: Flavour, plan: Plan,
 
 # ============================================================================ probabilistic
 def _probe_inputs(ctx: Context) -> tuple:
-    """Three fixed inputs with unit-variance coordinates (and larger), so non-linearities
-    are actually probed: an axis 2√n·ê₀, a Gaussian, and 3·Gaussian + ½ (host-side)."""
+    """Four fixed inputs with unit-variance coordinates, larger and smaller, so
+    non-linearities are probed in their saturated and their near-linear range: an axis
+    2√n·ê₀, a Gaussian, 3·Gaussian + ½ and Gaussian / 4 (host-side)."""
     rng = np.random.default_rng(7)
     cplx = jnp.issubdtype(ctx.dtype, jnp.complexfloating)
     out = []
-    for kind in ("axis", "gaussian", "offset"):
+    for kind in ("axis", "gaussian", "offset", "small"):
         xs = []
         for s in ctx.shapes:
             n = s[-1] if s else 1
@@ -750,6 +751,8 @@ def _probe_inputs(ctx: Context) -> tuple:
                 x = rng.standard_normal(s) + (1j * rng.standard_normal(s) if cplx else 0)
                 if kind == "offset":
                     x = 3 * x + 0.5
+                elif kind == "small":
+                    x = x / 4
             xs.append(np.asarray(x, ctx.dtype))
         out.append(tuple(xs))
     return tuple(out)

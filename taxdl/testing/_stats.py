@@ -22,7 +22,7 @@ import numpy as np
 JITTER = 1e-3
 PROBE_NAMES = ("a·f(x)", "b·f(x)", "f(x)[0]", "‖f(x)‖", "‖f(x)‖₄⁴/‖f(x)‖₂⁴")
 SCALAR_PROBE_NAMES = ("f(x)", "|f(x)|")
-INPUT_NAMES = ("x = ê₀", "x Gaussian", "x Gaussian + ½")
+INPUT_NAMES = ("x = ê₀", "x Gaussian", "x Gaussian + ½", "x Gaussian / 4")
 PAIR_NAMES = ("cos∠(f(x), f(x')) at x = ê₀, x' Gaussian",
               "cos∠(f(x), f(x')) at x Gaussian, x' Gaussian + ½",
               "cos∠(f(x), f(x')) at x = ê₀, x' Gaussian + ½")
