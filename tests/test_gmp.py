@@ -355,6 +355,28 @@ def test_transport_moves_the_function():
         np.testing.assert_allclose(np.asarray(lhs), np.asarray(rhs), rtol=1e-4, atol=1e-4)
 
 
+def test_rotation_transport_keeps_equal_units_equal():
+    # at initialisation (λ = 0, r = 1) every unit outputs σ(0) at x ≈ 0; a rotation moves
+    # only the directions, so r and λ must stay exactly as they were: scales off by
+    # rounding made LayerNorm of that constant vector O(1) instead of 0
+    layer = GmPLinear(6, 12, activation=jax.nn.softplus, key=jax.random.key(0))
+    q = np.linalg.qr(np.random.default_rng(3).standard_normal((6, 6)))[0]
+    moved = transport(layer, Flavour.RIGHT, linear_element(jnp.asarray(q, jnp.float32)),
+                      Euclidean(6))
+    np.testing.assert_array_equal(np.asarray(moved.r), np.asarray(layer.r))
+    np.testing.assert_array_equal(np.asarray(moved.lam), np.asarray(layer.lam))
+    model = tnn.Sequential([layer, tnn.LayerNorm(12)])
+    moved_model = tnn.Sequential([moved, tnn.LayerNorm(12)])
+    x = jnp.zeros(6).at[0].set(1e-30)
+    np.testing.assert_array_equal(np.asarray(moved_model(x)), np.asarray(model(q @ x)))
+    # a non-orthogonal M still rescales r by ‖Mᵀu‖
+    a = np.diag([2.0, 1, 1, 1, 1, 1]).astype(np.float32)
+    scaled = transport(layer, Flavour.RIGHT, linear_element(jnp.asarray(a)), Affine(6))
+    u = np.asarray(gmp_direction(layer.theta), np.float64)
+    np.testing.assert_allclose(np.asarray(scaled.r), np.linalg.norm(u @ a, axis=-1),
+                               rtol=1e-6)
+
+
 # ------------------------------------------------------------------ GmPConv
 def conv_ref(x, filters, lam, r, stride=1):
     c, h, w = x.shape

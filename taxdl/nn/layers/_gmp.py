@@ -435,6 +435,10 @@ def _transport_units(theta, lam, r, sign, flavour: Flavour, element, move, dot_s
         u = direction_matrix_t(theta, sign).T
         v = move(u, m)
         c = jnp.sqrt(jnp.sum(v * v, axis=-1))
+        # c = 1 exactly for orthogonal M: a c off by rounding would give units with equal
+        # outputs (λ = 0, r = 1 at initialisation) slightly different scales, which a
+        # following normaliser of that near-constant vector amplifies
+        c = jnp.where(jnp.abs(c - 1) <= 16 * jnp.finfo(d).eps, jnp.ones_like(c), c)
         c_safe = jnp.where(c > 0, c, 1)
         new_theta, _ = gmp_angles(v)
         new_sign = None if sign is None else jnp.where(v[:, 0] < 0, -1, 1).astype(sign.dtype)
