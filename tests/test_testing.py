@@ -430,6 +430,26 @@ def test_probabilistic_maximality_probes_the_near_linear_range():
     assert abs(mean_norm(large / 2) / mean_norm(large) - 1) < 0.05
 
 
+def test_probabilistic_maximality_compares_outputs_at_two_inputs_by_distance():
+    # f(x) = W₂ sigmoid(W₁x): every draw adds W₂·½1 at every input, whose spread hides how
+    # f scales at each single input (and the angle between outputs); the distance
+    # between f(x) and f(x') cancels it and shows that f(ax) has not the law of f(x)
+    mlp = tnn.MLP(6, [12], 3, activation="Sigmoid", use_bias=False, key=jax.random.key(0))
+    result = assert_maximal(mlp, Orthogonal(), "R", generation="probabilistic")
+    m = {r.group: r for r in result.maximality}["ℝ×·O(6)"]
+    assert m.found and m.counterexample.probe.startswith("‖f(x) − f(x')‖")
+    # independent of the checker (NumPy float64): at x = ê₀ the output norm hardly
+    # moves under x ↦ 2x, the distance between the outputs at ê₀ and −ê₀ doubles
+    rng = np.random.default_rng(0)
+    w1 = rng.standard_normal((20000, 12, 6)) / np.sqrt(6)
+    w2 = rng.standard_normal((20000, 3, 12)) / np.sqrt(12)
+    f = lambda x: (w2 @ (1 / (1 + np.exp(-(w1 @ x))))[..., None])[..., 0]  # noqa: E731
+    e = np.eye(6)[0] * 0.2
+    norm = lambda y: np.mean(np.linalg.norm(y, axis=-1))  # noqa: E731
+    assert abs(norm(f(2 * e)) / norm(f(e)) - 1) < 0.05
+    assert abs(norm(f(2 * e) - f(-2 * e)) / norm(f(e) - f(-e)) - 2) < 0.1
+
+
 # ---------------------------------------------------------------- closure cells
 class UnderClaimedAffine(AbstractLayer):
     """An affine layer with the right transport whose closure cells claim GL(n) only:

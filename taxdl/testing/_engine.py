@@ -19,6 +19,7 @@ import numpy as np
 from .._compile import SMALL_PROGRAM_OPTIONS
 from ..groups import AbstractGroup, Element, represent
 from ..taxonomy import Flavour, as_function, data_call, random_call, reinitialise, transport
+from ._stats import PAIRS
 
 # Checks run small programs a few dozen times each (see `taxdl._compile`).
 JIT_OPTIONS = dict(compiler_options=SMALL_PROGRAM_OPTIONS)
@@ -456,25 +457,28 @@ def probes(ys) -> jax.Array:
     return jnp.concatenate([lin, v[:1], jnp.sqrt(n2)[None], peak[None]])
 
 
-PROBE_PAIRS = ((0, 1), (1, 2), (0, 2))
+PROBE_PAIRS = PAIRS
 """The pairs of probe inputs whose outputs are compared by `pair_probe`."""
 
 
 def pair_probe(ya, yb) -> jax.Array:
-    """A joint probe of one random function at two inputs: the cosine of the angle between
-    the outputs (their product for scalar outputs). Each probe at a single input sees one
-    marginal law only, and a group can preserve every marginal but not the joint law:
-    under x ↦ LayerNorm(Wx) with Gaussian W, f(Ax) has the law of f(x) at each x for every
-    invertible A (Wx is Gaussian with a covariance that only scales with ‖Ax‖), while the
-    angle between f(Ax) and f(Ax') follows the angle between Ax and Ax'."""
+    """Joint probes of one random function at two inputs: the cosine of the angle between
+    the outputs (their product for scalar outputs) and the distance between them. Each
+    probe at a single input sees one marginal law only, and a group can preserve every
+    marginal but not the joint law: under x ↦ LayerNorm(Wx) with Gaussian W, f(Ax) has
+    the law of f(x) at each x for every invertible A (Wx is Gaussian with a covariance
+    that only scales with ‖Ax‖), while the angle between f(Ax) and f(Ax') follows the
+    angle between Ax and Ax'. The distance cancels what a draw adds at every input alike
+    (a sigmoid layer's output offset W·½1, whose spread hides how f scales)."""
     a, b = _flat(ya), _flat(yb)
     if jnp.iscomplexobj(a):
         a, b = jnp.concatenate([a.real, a.imag]), jnp.concatenate([b.real, b.imag])
+    d = a - b
     if a.size == 1:
-        return a * b
+        return jnp.concatenate([a * b, jnp.abs(d)])
     norms = jnp.sqrt(jnp.sum(a * a)) * jnp.sqrt(jnp.sum(b * b))
     cos = jnp.sum(a * b) / jnp.where(norms > 0, norms, 1)
-    return jnp.where(norms > 0, cos, 0)[None]
+    return jnp.stack([jnp.where(norms > 0, cos, 0), jnp.sqrt(jnp.sum(d * d))])
 
 
 @eqx.filter_jit(**JIT_OPTIONS)

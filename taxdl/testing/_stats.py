@@ -23,11 +23,12 @@ JITTER = 1e-3
 PROBE_NAMES = ("a·f(x)", "b·f(x)", "f(x)[0]", "‖f(x)‖", "‖f(x)‖₄⁴/‖f(x)‖₂⁴")
 SCALAR_PROBE_NAMES = ("f(x)", "|f(x)|")
 INPUT_NAMES = ("x = ê₀", "x Gaussian", "x Gaussian + ½", "x Gaussian / 4")
-PAIR_NAMES = ("cos∠(f(x), f(x')) at x = ê₀, x' Gaussian",
-              "cos∠(f(x), f(x')) at x Gaussian, x' Gaussian + ½",
-              "cos∠(f(x), f(x')) at x = ê₀, x' Gaussian + ½")
-SCALAR_PAIR_NAMES = tuple(name.replace("cos∠(f(x), f(x'))", "f(x)·f(x')")
-                          for name in PAIR_NAMES)
+PAIRS = ((0, 1), (1, 2), (0, 2), (1, 3))
+"""The pairs of probe inputs (indices into INPUT_NAMES) compared by the pair probes."""
+PAIR_NAMES = tuple(f"{probe} at x {INPUT_NAMES[i][2:]}, x' {INPUT_NAMES[j][2:]}"
+                   for i, j in PAIRS for probe in ("cos∠(f(x), f(x'))", "‖f(x) − f(x')‖"))
+SCALAR_PAIR_NAMES = tuple(name.replace("cos∠(f(x), f(x'))", "f(x)·f(x')").replace(
+    "‖f(x) − f(x')‖", "|f(x) − f(x')|") for name in PAIR_NAMES)
 PROBE_COUNT = len(INPUT_NAMES) * len(PROBE_NAMES) + len(PAIR_NAMES)
 """Probes per group element of a vector-valued primitive (the Bonferroni factor)."""
 
