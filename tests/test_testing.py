@@ -346,6 +346,18 @@ def test_maximality_probe_uses_elements_outside_the_declared_group(seed):
     assert all(m.found for m in result.maximality)
 
 
+def test_maximality_probe_takes_far_elements_first():
+    # scalings probing a cell declared {±I}: 2 and ½ move a law visibly, 1.05 and −1.1
+    # hardly, −1 and 1 not at all
+    from taxdl.testing._check import _informative_first
+
+    a = np.array([1.05, -1.0, 2.0, 1.0, -1.1, 0.5], np.float32)
+    sampled = Element(jnp.asarray(a[:, None, None] * np.eye(3, dtype=np.float32)),
+                      jnp.zeros((6, 3), jnp.float32))
+    order = _informative_first(sampled, PointReflection(3))
+    assert a[order].tolist() == pytest.approx([2.0, 0.5, 1.05, -1.1, -1.0, 1.0])
+
+
 @pytest.mark.parametrize("init", [tnn.IsotropicNormal(), tnn.HaarOrthogonal()],
                          ids=lambda i: type(i).__name__)
 def test_gaussian_and_haar_inits_are_orthogonally_invariant(init):
