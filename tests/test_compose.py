@@ -39,7 +39,7 @@ from taxdl.taxonomy import (
     reinitialise,
     transport,
 )
-from taxdl.taxonomy._compose import Part, _joins, _linear_part, compose, residual
+from taxdl.taxonomy._compose import Part, _joins, _linear_part, _meets, compose, residual
 from taxdl.testing import SymmetryViolation, check
 
 N = 6
@@ -128,6 +128,28 @@ def test_affine_sandwich_is_affine_equivariant_in_closure():
     assert cells(t_obj := tnn.Sequential([lin(), tnn.Tanh(), lin(seed=1)])) == [
         "Aff(n)", "Aff(n)", "Aff(n)", "O(n)", "O(n)", "O(n)", "I_n", "I_n", "I_n"]
     assert t == taxdl.taxonomy(t_obj)
+
+
+def test_meets_follow_a_rule_registered_after_the_first_composition():
+    # a user's family joining the hierarchy later is a candidate of the meets too
+    from taxdl.groups import PointReflection, Trivial, immediate_supergroups
+    from taxdl.taxonomy._compose import _hierarchy
+
+    class HalfTurn(PointReflection):  # −I under another name: a family of its own
+        pass
+
+    meet(O(), Scaling())  # the hierarchy is built once here (the meet is {±I})
+    assert not any(isinstance(g, HalfTurn) for g in _hierarchy())
+    trivial_rule = immediate_supergroups.dispatch(Trivial)
+    try:
+        immediate_supergroups.register(Trivial)(
+            lambda g: trivial_rule(g) + (HalfTurn(g.n),))
+        immediate_supergroups.register(HalfTurn)(lambda g: (O(g.n), Scaling(g.n)))
+        assert any(isinstance(g, HalfTurn) for g in _hierarchy())
+        assert any(isinstance(g, HalfTurn) for g in _meets(O(), Scaling()))
+    finally:
+        immediate_supergroups.register(Trivial)(trivial_rule)
+    assert not any(isinstance(g, HalfTurn) for g in _hierarchy())
 
 
 def test_rectangular_chain_keeps_its_scalar_equivariance():

@@ -149,9 +149,15 @@ _TRIVIAL = (Trivial(),)
 
 
 # ----------------------------------------------------------------------- group lattice
-@ft.lru_cache(maxsize=None)
 def _hierarchy() -> tuple[AbstractGroup, ...]:
-    """Every family reachable upwards from the trivial group (unbound)."""
+    """Every family reachable upwards from the trivial group (unbound), rebuilt when a
+    hierarchy rule is registered."""
+    return _hierarchy_under(_rules_token())
+
+
+@ft.lru_cache(maxsize=4)
+def _hierarchy_under(token) -> tuple[AbstractGroup, ...]:
+    del token  # the registered rules the walk below follows
     out: list[AbstractGroup] = []
     frontier = [Trivial()]
     while frontier:
