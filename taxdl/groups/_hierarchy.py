@@ -342,14 +342,19 @@ def is_subgroup(a: AbstractGroup, b: AbstractGroup) -> bool:
     even n); unbound families follow those that hold in every dimension. Answers are
     remembered per pair of families and dimensions until a hierarchy rule is registered.
     """
-    token = _rules_token()
-    if _SUBGROUP_MEMO.get("token") != token:
-        _SUBGROUP_MEMO.clear()
-        _SUBGROUP_MEMO["token"] = token
-    key = (_family(a), a.n, _family(b), b.n)
-    if key not in _SUBGROUP_MEMO:
-        _SUBGROUP_MEMO[key] = _is_subgroup(a, b)
-    return _SUBGROUP_MEMO[key]
+    return remembered(_SUBGROUP_MEMO, _rules_token(), (_family(a), a.n, _family(b), b.n),
+                      lambda: _is_subgroup(a, b))
+
+
+def remembered(memo: dict, token, key, compute):
+    """`compute()`, kept in `memo` under `key` until `token` (what the answer depends on,
+    e.g. the registered hierarchy rules) changes, when `memo` is emptied."""
+    if memo.get("token") != token:
+        memo.clear()
+        memo["token"] = token
+    if key not in memo:
+        memo[key] = compute()
+    return memo[key]
 
 
 def _is_subgroup(a: AbstractGroup, b: AbstractGroup) -> bool:

@@ -108,6 +108,7 @@ from ..groups._hierarchy import (
     SCALAR_GROUPS,
     _family,
     _rules_token,
+    remembered,
     represent,
     scalar_subgroup,
 )
@@ -189,19 +190,10 @@ _LATTICE_MEMO: dict = {}
 def _remembered(kind: str, a: AbstractGroup, b: AbstractGroup, compute):
     """`compute()` remembered per pair of families and dimensions until a hierarchy rule
     or a known subgroup is registered (comparing the groups themselves as Equinox
-    modules is slow); computed afresh for groups whose fields are not hashable."""
+    modules is slow)."""
     token = (_rules_token(), frozenset(known_subgroups.registry.items()))
-    if _LATTICE_MEMO.get("token") != token:
-        _LATTICE_MEMO.clear()
-        _LATTICE_MEMO["token"] = token
-    try:
-        key = (kind, _family(a), a.n, _family(b), b.n)
-        hash(key)
-    except TypeError:
-        return compute()
-    if key not in _LATTICE_MEMO:
-        _LATTICE_MEMO[key] = compute()
-    return _LATTICE_MEMO[key]
+    return remembered(_LATTICE_MEMO, token, (kind, _family(a), a.n, _family(b), b.n),
+                      compute)
 
 
 def _le(a: AbstractGroup, b: AbstractGroup) -> bool:

@@ -923,13 +923,13 @@ def _coincides(ctx: Context, group: AbstractGroup, sup: AbstractGroup) -> bool:
 def _falsify(ctx, mode, kind, flavour, plan, sup) -> MaximalityResult:
     out = None
     if plan.out is not None:
-        if _scalar_pair(plan) and not isinstance(sup, SCALAR_GROUPS):
-            return MaximalityResult(sup.name, None, note=(
-                f"not scalar: acts on dimension {plan.d_in} but not on the output's "
-                f"{plan.d_out}"))
         if not _scalar_pair(plan):
             return MaximalityResult(sup.name, None, note="mismatched representations have "
                                     "no supergroup pairing in the hierarchy")
+        if not isinstance(sup, SCALAR_GROUPS):
+            return MaximalityResult(sup.name, None, note=(
+                f"not scalar: acts on dimension {plan.d_in} but not on the output's "
+                f"{plan.d_out}"))
         out = sup.on(plan.d_out)  # scalars act on both dimensions: aI ↦ aI
     sub = dataclasses.replace(plan, sample=sup, out=out, avoid=plan.sample)
     if mode == "closure":

@@ -457,10 +457,6 @@ def probes(ys) -> jax.Array:
     return jnp.concatenate([lin, v[:1], jnp.sqrt(n2)[None], peak[None]])
 
 
-PROBE_PAIRS = PAIRS
-"""The pairs of probe inputs whose outputs are compared by `pair_probe`."""
-
-
 def pair_probe(ya, yb) -> jax.Array:
     """Joint probes of one random function at two inputs: the cosine of the angle between
     the outputs (their product for scalar outputs) and the distance between them. Each
@@ -489,7 +485,7 @@ def probe_samples(prim, kind, acted, act_out, batch_shape, code, ein, eout, eout
     Test t (code 0 = L: g∘h, 1 = R: h∘g, 2 = E: g⁻¹∘h∘g, 3 = h itself) uses elements
     `ein[t]`, `eout[t]`, `eout_inv[t]` and the random functions drawn from `keys[t]`
     (shape (T, N)). Returns (T, N, P) probe values: the `probes` at each of the fixed
-    `probe_inputs`, then a `pair_probe` for each of `PROBE_PAIRS`.
+    `probe_inputs`, then a `pair_probe` for each of the `PAIRS` of them.
     """
 
     def one(c, e1, e2, e3, key):
@@ -502,7 +498,7 @@ def probe_samples(prim, kind, acted, act_out, batch_shape, code, ein, eout, eout
             equi = act_tree(e3, hgx) if act_out else hgx
             outs.append(_select(c, [left, hgx, equi, hx]))
         vals = [probes(y) for y in outs]
-        vals += [pair_probe(outs[i], outs[j]) for i, j in PROBE_PAIRS if j < len(outs)]
+        vals += [pair_probe(outs[i], outs[j]) for i, j in PAIRS if j < len(outs)]
         return jnp.concatenate(vals)
 
     per_test = jax.vmap(one, in_axes=(None, None, None, None, 0))
