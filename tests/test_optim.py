@@ -329,6 +329,30 @@ def test_isotropic_clip_of_float16_gradients_whose_squares_overflow():
     np.testing.assert_array_equal(np.asarray(u["a"], np.float64), [0.5, -1.0])  # untouched
 
 
+@pytest.mark.parametrize("scale", [1e25, 1e-25, 1e-35, 1.0])
+def test_global_norm_of_huge_and_tiny_float32_gradients(scale):
+    """A float32 sum of squares overflows above ‖g‖ ≈ 1.8e19 and underflows to 0 below
+    ~1e-19 (so the plain norm would make both updates 0): the normalised update still has
+    norm 1 and the clipped one norm `max_norm`, with the gradient's direction (float64
+    reference)."""
+    rng = np.random.default_rng(0)
+    base = {"a": rng.normal(size=(3, 4)), "b": rng.normal(size=(5,))}
+    g = {k: jnp.asarray(v * scale, jnp.float32) for k, v in base.items()}
+    g64 = {k: np.asarray(v, np.float64) for k, v in g.items()}
+    norm = np.sqrt(sum(np.sum(v ** 2) for v in g64.values()))
+    assert 0 < norm < np.inf
+    nsgd = optim.normalised_sgd(1.0, eps=0.0)
+    clip = optim.IsotropicClip(0.5)
+    u_n, _ = jax.jit(nsgd.update)(g, nsgd.init(g))
+    u_c, _ = jax.jit(clip.update)(g, clip.init(g))
+    for k in g:
+        np.testing.assert_allclose(np.asarray(u_n[k], np.float64), -g64[k] / norm,
+                                   rtol=1e-5, atol=1e-7)
+        np.testing.assert_allclose(np.asarray(u_c[k], np.float64),
+                                   g64[k] * min(1.0, 0.5 / norm), rtol=1e-5,
+                                   atol=1e-7 * min(1.0, norm))
+
+
 def test_inject_hyperparams_without_momentum_and_in_half_precision():
     """`optax.inject_hyperparams` builds the chain from concrete arrays in `init` and traced
     ones in a compiled `update`: both must build the same chain, and array

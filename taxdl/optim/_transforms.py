@@ -13,6 +13,8 @@ from jaxtyping import Array, Int
 
 from optax import tree_utils as otu
 
+from ..nn._numerics import sum_of_squares_bounds
+
 
 def _is_real(value) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
@@ -122,6 +124,35 @@ def _global_sq_norm(tree, dtype) -> Array:
             sq = jnp.square(leaf.astype(dtype))
         total = total + jnp.sum(sq)
     return total
+
+
+def _global_norm(tree, dtype) -> Array:
+    """‖g‖₂ over every leaf (a real scalar of `dtype`), overflow- and underflow-free.
+
+    The plain sum of squares is used when it lies in the range where it is trusted (see
+    `sum_of_squares_bounds`; in float32 norms between ~1e-12 and ~1e12) or is NaN;
+    otherwise (also when it is 0, which may be an underflow) every leaf is divided by the
+    largest magnitude m in the tree before squaring and the norm is m·‖g/m‖ (a `lax.cond`
+    on the scalar, so the common case reads the gradient once). Without this, a float32
+    gradient of norm above ~1.8e19 has an infinite norm and one below ~1e-19 a zero norm,
+    and its normalised or clipped update is 0.
+    """
+    s = _global_sq_norm(tree, dtype)
+    lo, hi = sum_of_squares_bounds(dtype)
+    trusted = ((s >= lo) & (s <= hi)) | jnp.isnan(s)
+
+    def rescue(tree):
+        leaves = jax.tree.leaves(tree)
+        m = jnp.zeros((), dtype)
+        for leaf in leaves:
+            if leaf.size:
+                m = jnp.maximum(m, jnp.max(jnp.abs(leaf)).astype(dtype))
+        usable = (m > 0) & jnp.isfinite(m)
+        m_safe = jnp.where(usable, m, 1)
+        scaled = jax.tree.map(lambda leaf: _divide(leaf, m_safe), tree)
+        return jnp.where(usable, jnp.sqrt(_global_sq_norm(scaled, dtype)) * m, m)
+
+    return jax.lax.cond(trusted, lambda tree: jnp.sqrt(s), rescue, tree)
 
 
 # ============================================================================ AdaSGD
@@ -245,8 +276,7 @@ def normalise_by_global_norm(eps: ArrayLike = 1e-8) -> optax.GradientTransformat
         _check_inexact(updates, "updates", "normalise_by_global_norm")
         leaves = jax.tree.leaves(updates)
         dtype = _accumulation_dtype(leaves)
-        norm = jnp.sqrt(_global_sq_norm(updates, dtype))
-        denom = norm + _cast(eps, dtype)
+        denom = _global_norm(updates, dtype) + _cast(eps, dtype)
         safe = jnp.where(denom > 0, denom, 1)
         # with ε = 0 the zero gradient stays zero
         return jax.tree.map(lambda g: jnp.where(denom > 0, _divide(g, safe), 0).astype(g.dtype),
@@ -290,7 +320,7 @@ def _clip_by_global_norm(max_norm: float, who: str) -> optax.GradientTransformat
         del params
         _check_inexact(updates, "updates", who)
         dtype = _accumulation_dtype(jax.tree.leaves(updates))
-        norm = jnp.sqrt(_global_sq_norm(updates, dtype))
+        norm = _global_norm(updates, dtype)
         clip = norm > max_norm
         factor = jnp.where(clip, max_norm / jnp.where(clip, norm, 1), 1).astype(dtype)
 
