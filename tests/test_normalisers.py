@@ -424,7 +424,7 @@ def test_instance_norm_equivariance_closure_is_monomial_affine_at_eps_zero():
     """ε = 0: conjugating InstanceNorm by x ↦ PDx + t gives γ' = P⁻¹γ/|d| and
     β' = (PD)⁻¹(β − t) (the statistics remove |d| and t per channel), so its class is
     closed under Sₙ⋉(ℝ×)ⁿ⋉ℝⁿ; checked here in NumPy float64, and by the checker on the
-    declaration. With ε > 0 the cell is T(n) × Bₙ and no per-channel scaling is
+    declaration. With ε > 0 the cell is Bₙ⋉T(n) and no per-channel scaling is
     reproduced by a fit (ε breaks scale invariance at small inputs)."""
     from taxdl.testing import assert_maximal, check
 
@@ -440,11 +440,11 @@ def test_instance_norm_equivariance_closure_is_monomial_affine_at_eps_zero():
                                atol=1e-12)
     assert tnn.InstanceNorm(8).taxonomy.cell("closure", "E").name == "S_n⋉(ℝ×)^n⋉ℝ^n"
     with_eps = tnn.InstanceNorm(8, eps=1e-5)
-    assert with_eps.taxonomy.cell("closure", "E").name == "T(n) × B_n"
+    assert with_eps.taxonomy.cell("closure", "E").name == "B_n⋉T(n)"
     assert check(tnn.InstanceNorm(8), examples=8, generations=("closure",)).passed
     result = assert_maximal(with_eps, with_eps.taxonomy.cell("closure", "E").group, "E",
                             generation="closure", examples=8, fit_closure=True)
-    [monomial] = [m for m in result.maximality if m.group == "T(8) × S_8⋉(ℝ×)^8"]
+    [monomial] = [m for m in result.maximality if m.group == "(S_8⋉(ℝ×)^8)⋉T(8)"]
     assert monomial.found is None and monomial.searched
 
 
@@ -470,7 +470,7 @@ def test_layer_norm_equivariance_closure_absorbs_dilations_along_ones():
     assert tnn.LayerNorm(8).taxonomy.cell("closure", "E").name == "ℝ×,+λ1 × S_n"
     assert tnn.ScalarLayerNorm(8).taxonomy.cell("closure", "E").name == "ℝ×,+λ1 × O(n-1)"
     assert tnn.LayerNorm(8, eps=1e-5).taxonomy.cell("closure", "E").name == (
-        "±I_n × +λ1 × S_n")
+        "(±I_n × S_n)⋉+λ1")
 
 
 def test_standardising_normalisers_are_odd():
@@ -522,9 +522,9 @@ def test_rms_and_group_norm_equivariance_closures_absorb_commuting_dilations():
         moved, np_group_norm(x, gamma2, np.linalg.solve(g, beta - t), 2),
         rtol=1e-10, atol=1e-12)
     assert tnn.RMSNorm(8).taxonomy.cell("closure", "E").name == "ℝ× × B_n"
-    assert tnn.GroupNorm(8, 2).taxonomy.cell("closure", "E").name == "(ℝ×,+λ1)^2 × S_4≀S_2"
+    assert tnn.GroupNorm(8, 2).taxonomy.cell("closure", "E").name == "S_4≀S_2⋉(ℝ×,+λ1)^2"
     assert tnn.GroupNorm(8, 2, eps=1e-3).taxonomy.cell("closure", "E").name == \
-        "±I_8 × (+λ1)^2 × S_4≀S_2"
+        "(±I_8 × S_4≀S_2)⋉(+λ1)^2"
 
 
 def test_instance_norm_right_cells_follow_eps():

@@ -19,6 +19,9 @@ from ._complex import PermutationPhase as PermutationPhase
 from ._complex import Unitary as Unitary
 from ._complex import pauli as pauli
 from ._complex import su2_adjoint as su2_adjoint
+from ._hierarchy import commuting as commuting
+from ._hierarchy import moves_origin as moves_origin
+from ._hierarchy import normalises as normalises
 from ._hierarchy import immediate_supergroups as immediate_supergroups
 from ._hierarchy import is_subgroup as is_subgroup
 from ._hierarchy import represent as represent

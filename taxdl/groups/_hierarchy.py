@@ -39,6 +39,7 @@ import functools as ft
 import jax.numpy as jnp
 
 from ._affine import (
+    AbstractTranslationExtension,
     Affine,
     BlockScaleShift,
     Diagonal,
@@ -344,6 +345,56 @@ def is_subgroup(a: AbstractGroup, b: AbstractGroup) -> bool:
     """
     return remembered(_SUBGROUP_MEMO, _rules_token(), (_family(a), a.n, _family(b), b.n),
                       lambda: _is_subgroup(a, b))
+
+
+def moves_origin(group: AbstractGroup) -> bool:
+    """Whether elements of `group` may have a translation part."""
+    if isinstance(group, (Product, BlockDiagonal)):
+        return any(moves_origin(f) for f in group.factors)
+    return isinstance(group, (AbstractTranslationExtension, Translations, Translation,
+                              ScaleShift, BlockScaleShift))
+
+
+def commuting(a: AbstractGroup, b: AbstractGroup) -> bool:
+    """Whether every element of `a` commutes with every element of `b`, as far as the
+    rules below know (False when not known): the trivial group commutes with everything;
+    scalars (ℝ×, ℝ×₊, {±I}, complex phases) with every group without translations; maps
+    $x ↦ ax + λ\\mathbf 1$ with the orthogonal maps fixing $\\mathbf 1$ (O(n−1) and its
+    subgroups). Translations and $x ↦ Mx$ do not commute unless $M$ fixes them."""
+    from ._extra import Phase
+
+    for g, h in ((a, b), (b, a)):
+        if isinstance(g, Trivial):
+            return True
+        if isinstance(g, (Scaling, PointReflection, Phase)) and not moves_origin(h):
+            return True
+        if isinstance(g, (Translation, ScaleShift)) and is_subgroup(h, OrthogonalComplement()):
+            return True
+    return False
+
+
+def normalises(h: AbstractGroup, t: AbstractGroup) -> bool:
+    """Whether the group `h` without translations normalises `t` ($g\\,t\\,g^{-1} \\in t$
+    for g in h), as far as these rules know: groups that commute with `t` or lie in it,
+    scalars (they only rescale a translation), any linear group for T(n), ℝ×⋉ℝⁿ and
+    Aff(n), monomial maps for the per-coordinate affine groups, maps fixing
+    $\\mathbf 1$ up to sign for $x ↦ ax + λ\\mathbf 1$, and permutations of whole blocks
+    for per-block scale-shifts."""
+    from ._extra import Phase
+
+    if moves_origin(h):
+        return False
+    if commuting(h, t) or is_subgroup(h, t) or isinstance(h, (Scaling, PointReflection, Phase)):
+        return True
+    if isinstance(t, (Translations, ScaleTranslation, Affine)):
+        return True   # their linear parts are central or everything
+    if isinstance(t, DiagonalAffine) or type(t).__name__ == "MonomialAffine":
+        return is_subgroup(h, _extra("Monomial"))   # monomials permute and scale axes
+    if isinstance(t, (Translation, ScaleShift)):
+        return is_subgroup(h, OrthogonalComplement())
+    if isinstance(t, BlockScaleShift):
+        return is_subgroup(h, BlockPermutation(t.n, block=t.block))
+    return False
 
 
 def remembered(memo: dict, token, key, compute):

@@ -192,6 +192,15 @@ class Product(AbstractGroup):
     an element is $g_1 \\circ g_2 \\circ \\dots$ with each factor sampled independently
     (exact Haar when the factors commute and are compact).
 
+    Factors that do not commute (or are not known to: see
+    [`commuting`][taxdl.groups.commuting]) make the product the group they *generate*.
+    Its name is then H ⋉ N when the factors with translations (N) are normalised by the
+    others (H, see [`normalises`][taxdl.groups.normalises]), e.g. Bₙ⋉T(n), and ⟨A, B, …⟩
+    otherwise: the hierarchy's supergroup rules, which replace one factor by a
+    supergroup, produce such products (e.g. ⟨ℝ×₊,+λ1, Dₙ⟩: Dₙ moves the direction of
+    $\\mathbf 1$). A sample is then a product of one element of each factor: an element
+    of the generated group, not drawn from a Haar measure.
+
     Membership is decided for a scalar extension of a group of isometries, ℝ×₊ × H,
     ℝ× × H or {±I} × H with H compact: $M$ belongs when $M/a$ or $-M/a$ (as the scalar
     factor allows) lies in H, with $a = |\\det M|^{1/n}$ (H's elements have
@@ -225,8 +234,19 @@ class Product(AbstractGroup):
 
     @property
     def _factor_names(self) -> str:
-        shown = [f.name for f in self.factors if type(f).__name__ != "Trivial"]
-        return " × ".join(shown) if shown else self.factors[0].name
+        from ._hierarchy import moves_origin, normalises
+
+        shown = [f for f in self.factors if type(f).__name__ != "Trivial"]
+        if not shown:
+            return self.factors[0].name
+        if _all_commute(shown):
+            return " × ".join(f.name for f in shown)
+        linear = [f for f in shown if not moves_origin(f)]
+        moving = [f for f in shown if moves_origin(f)]
+        if (linear and moving and _all_commute(linear) and _all_commute(moving)
+                and all(normalises(h, t) for h in linear for t in moving)):
+            return f"{_joined(linear)}⋉{_joined(moving)}"
+        return "⟨" + ", ".join(f.name for f in shown) + "⟩"
 
     def _sample(self, key, num, dtype):
         keys = jax.random.split(key, len(self.factors))
@@ -255,6 +275,19 @@ class Product(AbstractGroup):
             )
         c, inside = scalar_of(element, *parts, atol)
         return inside & (jnp.abs(c) > atol)
+
+
+def _all_commute(groups) -> bool:
+    from ._hierarchy import commuting
+
+    return all(commuting(f, g) for i, f in enumerate(groups) for g in groups[i + 1:])
+
+
+def _joined(groups) -> str:
+    """One side of H ⋉ N, in parentheses unless it is a single plain name."""
+    if len(groups) == 1 and "⋉" not in groups[0].name:
+        return groups[0].name
+    return "(" + " × ".join(g.name for g in groups) + ")"
 
 
 def scalar_of(element, scalar: AbstractGroup, group: AbstractGroup, atol):

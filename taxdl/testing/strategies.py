@@ -83,9 +83,15 @@ def elements(group: AbstractGroup, n: int | None = None, num: int = 1,
 
 
 def _float_strategy(dtype, lo: float, hi: float) -> st.SearchStrategy[float]:
-    width = 32 if real_dtype(dtype) == np.float32 else 64
+    """Finite floats in [lo, hi]; magnitudes within a factor 2¹⁶ of the smallest normal
+    number become 0. A group element's scaling would make them subnormal, and XLA flushes
+    subnormals to 0 (on CPU and most accelerators), so f(g·x) would see a zero vector
+    where f(x) does not: a difference of the platform, not of f."""
+    rdt = real_dtype(dtype)
+    width = 32 if rdt == np.float32 else 64
+    floor = float(np.finfo(rdt).tiny) * 2.0 ** 16
     return st.floats(lo, hi, width=width, allow_nan=False, allow_infinity=False,
-                     allow_subnormal=False)
+                     allow_subnormal=False).map(lambda v: 0.0 if abs(v) < floor else v)
 
 
 def _direction(v: np.ndarray) -> np.ndarray:

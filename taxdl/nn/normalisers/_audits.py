@@ -251,7 +251,7 @@ class InstanceNorm(AbstractNormaliser):
     (ℝ×)ⁿ⋉ℝⁿ on both sides (T(n) on the right with ε > 0). Closure E with ε = 0: the
     monomial affine maps Sₙ⋉(ℝ×)ⁿ⋉ℝⁿ, since conjugating by $x \\mapsto PDx + t$ only
     rescales γ by $1/|d|$ and moves β; with ε > 0, the signed permutations with every
-    translation, T(n) × Bₙ.
+    translation, Bₙ⋉T(n).
 
     **Arguments:** `n` channels, `eps` (≥ 0, default 0), `dtype`. Inputs have shape
     `(*spatial, n)`; the checker uses 4 spatial positions. With no spatial axis every
