@@ -5,6 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from hypothesis import find, given
+from hypothesis.errors import NoSuchExample
 
 import taxdl.testing.strategies as ts
 from taxdl import groups as G
@@ -71,3 +72,13 @@ def test_input_shapes_and_dtypes_are_fixed():
 def test_inputs_reach_edge_cases(name, predicate):
     x = find(ts.inputs((6,)), predicate, settings=hypothesis_settings(2000))
     assert predicate(x), name
+
+
+@pytest.mark.parametrize("dtype", [jnp.float32, jnp.float64])
+def test_inputs_keep_away_from_the_smallest_normal_number(dtype):
+    """No nonzero coordinate within 2¹⁶ of the smallest normal number: a group element's
+    scaling would make it subnormal, which XLA flushes to 0."""
+    floor = float(np.finfo(dtype).tiny) * 2.0 ** 16
+    with pytest.raises(NoSuchExample):
+        find(ts.inputs((6,), dtype), lambda x: np.any((x != 0) & (np.abs(x) < floor)),
+             settings=hypothesis_settings(2000))
