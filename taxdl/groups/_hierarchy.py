@@ -348,7 +348,9 @@ def is_subgroup(a: AbstractGroup, b: AbstractGroup) -> bool:
 
 
 def moves_origin(group: AbstractGroup) -> bool:
-    """Whether elements of `group` may have a translation part."""
+    """Whether elements of `group` may have a translation part: the translation-carrying
+    families of `taxdl.groups` (T(n), +λ1, the scale-shifts and the translation
+    extensions K⋉ℝⁿ) and products containing one; any other family is taken as linear."""
     if isinstance(group, (Product, BlockDiagonal)):
         return any(moves_origin(f) for f in group.factors)
     return isinstance(group, (AbstractTranslationExtension, Translations, Translation,

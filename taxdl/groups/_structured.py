@@ -188,9 +188,9 @@ class BlockDiagonal(AbstractGroup):
 
 
 class Product(AbstractGroup):
-    """Direct product of *commuting* groups acting on the same space, e.g. Sₙ × U(1):
-    an element is $g_1 \\circ g_2 \\circ \\dots$ with each factor sampled independently
-    (exact Haar when the factors commute and are compact).
+    """Product of groups acting on the same space, the direct product when they commute,
+    e.g. Sₙ × U(1): an element is $g_1 \\circ g_2 \\circ \\dots$ with each factor sampled
+    independently (exact Haar when the factors commute and are compact).
 
     Factors that do not commute (or are not known to: see
     [`commuting`][taxdl.groups.commuting]) make the product the group they *generate*.
