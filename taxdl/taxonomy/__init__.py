@@ -2,6 +2,7 @@
 
 from ._compose import RULES as RULES
 from ._compose import CompositionWarning as CompositionWarning
+from ._compose import CorePath as CorePath
 from ._compose import Factorisation as Factorisation
 from ._compose import ParameterSymmetry as ParameterSymmetry
 from ._compose import Part as Part
@@ -12,9 +13,11 @@ from ._compose import factorisation as factorisation
 from ._compose import meet as meet
 from ._compose import part as part
 from ._compose import residual as residual
+from ._hooks import Factored as Factored
 from ._hooks import Signature as Signature
 from ._hooks import as_function as as_function
 from ._hooks import data_call as data_call
+from ._hooks import factor_out as factor_out
 from ._hooks import perturb as perturb
 from ._hooks import random_call as random_call
 from ._hooks import reinitialise as reinitialise

@@ -19,6 +19,11 @@ next to their definition.
   (one draw of the primitive's internal randomness). Default: `partial(primitive, key=key)`.
 - `data_call(primitive, key, batch_shape)`: for data-like cells, the per-example function
   obtained with statistics from one random data batch.
+- `factor_out(primitive)`: for a primitive that is $k∘c$ with $k$ in a group K acting on
+  its output and $c$ a fixed core (a normaliser's elementwise affine output $γ ⊙ y + β$
+  after a standardisation), the core, the core's symmetry and $k$ (see `Factored`). The
+  composition rules use it where the next part absorbs K (a Linear absorbs any affine
+  map): there the pair's class is the next part after the core alone. Default: None.
 - `perturb(primitive, key)`: a generic member of the primitive's functional class F near
   it. Algebraic and closure claims hold for *every* f ∈ F, so the checker also tests them
   (and searches maximality counterexamples) there. Default: every floating-point
@@ -95,6 +100,35 @@ def transport(primitive: Any, flavour, element, group) -> Any:
     if _parameter_free(primitive):
         return primitive
     _foreign("transport", primitive)
+
+
+class Factored(NamedTuple):
+    """A primitive written as $k∘c$ (see `factor_out`).
+
+    **Fields:**
+
+    - `core`: the primitive with its factored-out parameters at their neutral values
+      (the core $c$; the same type, so a model keeps its structure).
+    - `cells`: the core's groups as a fixed function, `(L, R, E)` (None for trivial):
+      $g∘c = c$, $c∘g = c$, $g^{-1}∘c∘g = c$. They are what the core's parameter-free
+      class is closed under.
+    - `group`: K, a group acting on the primitive's output that contains $k$.
+    - `element`: $k$, with primitive = $k∘c$ (an unbatched `Element`).
+    - `initial`: whether the primitive's initialisation is the core itself ($k = I$, e.g.
+      γ = 1, β = 0), so that in law at initialisation it *is* the core.
+    """
+
+    core: Any
+    cells: tuple
+    group: Any
+    element: Any
+    initial: bool = False
+
+
+@ft.singledispatch
+def factor_out(primitive: Any) -> Factored | None:
+    """Default: not factored (None)."""
+    return None
 
 
 @ft.singledispatch

@@ -19,6 +19,8 @@ from jaxtyping import Array, Float
 
 from ...groups import (
     BlockPermutation,
+    Element,
+    Orthogonal,
     BlockScaleShift,
     Diagonal,
     DiagonalAffine,
@@ -35,10 +37,12 @@ from ...groups import (
 )
 from ...taxonomy import (
     AbstractNormaliser,
+    Factored,
     Flavour,
     Signature,
     Taxonomy,
     register,
+    factor_out,
     reinitialise,
     signature,
     transport,
@@ -106,6 +110,17 @@ def _(norm: RMSNorm, n=None) -> Signature:
 def _(norm: RMSNorm, key) -> RMSNorm:
     del key
     return RMSNorm(norm.n, norm.eps, dtype=norm.gamma.dtype)
+
+
+@factor_out.register
+def _(norm: RMSNorm) -> Factored:
+    """$\\mathrm{RMS}_γ = k∘\\mathrm{RMS}_1$ with $k = \\operatorname{diag}(γ)$ in (ℝ×)ⁿ. The
+    core $\\sqrt n\\,x/\\sqrt{nε + \\|x\\|^2}$ is O(n)-equivariant and (ε = 0) invariant under
+    positive scalings, so RMSNorm → Linear is closed under ℝ×·O(n) on the right."""
+    core = eqx.tree_at(lambda l: l.gamma, norm, jnp.ones_like(norm.gamma))
+    right = Scaling(positive=True) if norm.eps == 0 else None
+    k = Element(jnp.diag(norm.gamma), jnp.zeros_like(norm.gamma))
+    return Factored(core, (None, right, Orthogonal()), Diagonal(norm.n), k, initial=True)
 
 
 @transport.register

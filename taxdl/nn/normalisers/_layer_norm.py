@@ -7,6 +7,7 @@ from jaxtyping import Array, Float
 
 from ...groups import (
     DiagonalAffine,
+    Element,
     OrthogonalComplement,
     Permutation,
     ScaleShift,
@@ -18,11 +19,13 @@ from ._checks import check_eps, check_input, check_n
 from ._functional import conjugated_gain, layer_norm
 from ...taxonomy import (
     AbstractNormaliser,
+    Factored,
     Flavour,
     Signature,
     Taxonomy,
     register,
     reinitialise,
+    factor_out,
     signature,
     transport,
 )
@@ -217,3 +220,21 @@ def _(ln: ScalarLayerNorm, flavour, element, group) -> ScalarLayerNorm:
 
 
 
+
+
+@factor_out.register
+def _(ln: LayerNorm) -> Factored | None:
+    """Vector γ, β: $\\mathrm{LN}_{γ,β} = k∘\\mathrm{LN}_{1,0}$ with $k: y \\mapsto γ ⊙ y + β$
+    in (ℝ×)ⁿ⋉ℝⁿ. The core $\\mathrm{LN}_{1,0}$ is odd and commutes with every rotation
+    fixing $\\mathbf 1$ (E: ±I × O(n−1)) and is invariant under $x \\mapsto ax + λ\\mathbf 1$,
+    a > 0 (R: (ℝ×₊, +λ1); +λ1 with ε > 0). A following Linear absorbs k, so
+    LayerNorm → Linear is closed under (ℝ×, +λ1) × O(n−1) on the right although LayerNorm
+    alone is not."""
+    if ln.affine != "vector":
+        return None
+    core = eqx.tree_at(lambda l: (l.gamma, l.beta), ln,
+                       (jnp.ones_like(ln.gamma), jnp.zeros_like(ln.beta)))
+    right = ScaleShift(positive=True) if ln.eps == 0 else Translation()
+    k = Element(jnp.diag(ln.gamma), ln.beta)
+    return Factored(core, (None, right, signs_times(OrthogonalComplement())),
+                    DiagonalAffine(ln.n), k, initial=True)
