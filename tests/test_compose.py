@@ -603,3 +603,16 @@ def test_a_linear_after_a_normaliser_absorbs_its_gains(eps):
             report = check(model, examples=6, generations=["closure"], maximality=False,
                            raise_on_failure=False)
             assert report.passed, str(report)
+
+
+def test_abstract_models_with_factored_normalisers_get_the_same_taxonomy():
+    """Composition rules accept modules with ShapeDtypeStruct leaves (from
+    `eqx.filter_eval_shape` of a constructor), also when a part is factored
+    (`factor_out`), and infer what they infer for the concrete module."""
+    def build():
+        return tnn.Sequential([tnn.LayerNorm(N), tnn.Linear(N, 3, key=jax.random.key(0)),
+                               tnn.ReLU(), tnn.RMSNorm(3), tnn.Linear(3, 3, key=jax.random.key(1))])
+
+    abstract = eqx.filter_eval_shape(build)
+    assert isinstance(abstract.layers[0].gamma, jax.ShapeDtypeStruct)
+    assert taxdl.taxonomy(abstract) == taxdl.taxonomy(build())

@@ -676,8 +676,9 @@ def part(obj: Any, in_dim: int | None = None) -> Part:
 def _core_path(obj, d: int, out_d: int) -> CorePath | None:
     """The [`CorePath`][taxdl.taxonomy.CorePath] of a primitive that
     [`factor_out`][taxdl.taxonomy.factor_out] writes as $k∘c$: the core's part has its
-    fixed-function cells in every generation."""
-    fac = factor_out(obj)
+    fixed-function cells in every generation. Only the hook's static answer is used, so
+    it is taken by shape (no arrays are built, and abstract modules work)."""
+    fac = eqx.filter_eval_shape(factor_out, obj)
     if fac is None:
         return None
     groups = [_unbind(g) if g is not None else Trivial() for g in fac.cells]
