@@ -382,7 +382,7 @@ def normalises(h: AbstractGroup, t: AbstractGroup) -> bool:
     Aff(n), monomial maps for the per-coordinate affine groups, maps fixing
     $\\mathbf 1$ up to sign for $x ↦ ax + λ\\mathbf 1$, and permutations of whole blocks
     for per-block scale-shifts."""
-    from ._extra import Phase
+    from ._extra import MonomialAffine, Phase
 
     if moves_origin(h):
         return False
@@ -392,7 +392,7 @@ def normalises(h: AbstractGroup, t: AbstractGroup) -> bool:
         return True
     if isinstance(t, (Translations, ScaleTranslation, Affine)):
         return True   # their linear parts are central or everything
-    if isinstance(t, DiagonalAffine) or type(t).__name__ == "MonomialAffine":
+    if isinstance(t, (DiagonalAffine, MonomialAffine)):
         return is_subgroup(h, _extra("Monomial"))   # monomials permute and scale axes
     if isinstance(t, (Translation, ScaleShift)):
         return is_subgroup(h, OrthogonalComplement())

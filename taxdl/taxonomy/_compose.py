@@ -447,17 +447,14 @@ def _joins(groups: list[AbstractGroup]) -> list[AbstractGroup]:
                if all(holders[i] for i in idx)
                and not frozenset.intersection(*(holders[i] for i in idx))
                and not any(_le(family, g) for g in out)]
-        if not new:
-            extended = _with_translations(out)
-            if extended is None:
+        if new:
+            # the largest by the hierarchy's order, a named family before a product
+            named = [f for f in new if not isinstance(f, Product)]
+            family = (named or new)[-1]
+        else:
+            family = _with_translations(out)
+            if family is None:
                 return out
-            out.append(extended)
-            j = len(out) - 1
-            holders = [h | {j} if _le(gen, extended) else h for gen, h in zip(unique, holders)]
-            continue
-        # the largest by the hierarchy's order, a named family before a product
-        named = [f for f in new if not isinstance(f, Product)]
-        family = (named or new)[-1]
         out.append(family)
         j = len(out) - 1
         holders = [h | {j} if _le(gen, family) else h for gen, h in zip(unique, holders)]
@@ -709,12 +706,13 @@ def compose(outer: Part, inner: Part) -> Part:
         inner.out_dim if outer.in_dim is None else outer.in_dim)
     if inner.in_dim is None and inner.out_dim is None and outer.in_dim is not None:
         in_dim = outer.in_dim
-    found = _rule_groups(outer, inner, Part({}, in_dim, out_dim).square)
+    square = Part({}, in_dim, out_dim).square
+    found = _rule_groups(outer, inner, square)
     if inner.core is not None and covers(outer.get(CLOSURE, R), inner.core.group):
         # outer absorbs k on its input side: {outer∘k∘c} = {outer∘c}, so the pair's
         # class is closed under whatever the rules give with the fixed core c in place;
         # initialised at k = I, the pair is outer∘c in law as well
-        core_found = _rule_groups(outer, inner.core.part, Part({}, in_dim, out_dim).square)
+        core_found = _rule_groups(outer, inner.core.part, square)
         for gen in (CLOSURE, PROBABILISTIC) if inner.core.initial else (CLOSURE,):
             for fl in FLAVOURS:
                 found[(gen, fl)] += core_found[(gen, fl)]
@@ -861,7 +859,9 @@ def transport_chain(layers: Sequence[Any], parts: Sequence[Part], flavour: Flavo
         return layers
     canonical = _through_core(layers, parts, flavour, group)
     if canonical is not None:
-        return transport_chain(*canonical, flavour, element, inverse, group)
+        core_layers, core_parts, core_whole = canonical
+        return transport_chain(core_layers, core_parts, flavour, element, inverse, group,
+                               core_whole)
     outer, inner = layers[-1], layers[:-1]
     outer_p, inner_p = parts[-1], chain(parts[:-1])
 
@@ -895,8 +895,8 @@ def transport_chain(layers: Sequence[Any], parts: Sequence[Part], flavour: Flavo
 def _through_core(layers, parts, flavour: Flavour, group):
     """When the closure cell's `group` is covered only with the last-but-one primitive
     written as $k∘c$ (its `CorePath`) and the last layer absorbs $k$: the same function
-    as layers `(…, c, last∘k)` and their parts, through which the rules cover `group`;
-    otherwise None."""
+    as layers `(…, c, last∘k)`, their parts and their chain, through which the rules
+    cover `group`; otherwise None."""
     if len(layers) < 2 or group is None:
         return None
     core = parts[-2].core
@@ -906,11 +906,12 @@ def _through_core(layers, parts, flavour: Flavour, group):
     if covers(chain(plain).get(CLOSURE, flavour), group):
         return None
     through = list(parts[:-2]) + [core.part, parts[-1]]
+    whole = chain(through)
     fac = factor_out(layers[-2])   # from the layer as it is now (earlier steps move it)
-    if fac is None or not covers(chain(through).get(CLOSURE, flavour), group):
+    if fac is None or not covers(whole.get(CLOSURE, flavour), group):
         return None
     last = _transport_part(layers[-1], parts[-1], R, fac.element, None, fac.group)
-    return tuple(layers[:-2]) + (fac.core, last), through
+    return tuple(layers[:-2]) + (fac.core, last), through, whole
 
 
 def _scalar_at(group, element, d: int | None):

@@ -23,9 +23,9 @@ from ...taxonomy import (
     Flavour,
     Signature,
     Taxonomy,
+    factor_out,
     register,
     reinitialise,
-    factor_out,
     signature,
     transport,
 )
@@ -217,9 +217,6 @@ def _(ln: LayerNorm, flavour, element, group) -> LayerNorm:
 def _(ln: ScalarLayerNorm, flavour, element, group) -> ScalarLayerNorm:
     return eqx.tree_at(
         lambda l: l.inner, ln, transport(ln.inner, flavour, element, group))
-
-
-
 
 
 @factor_out.register
