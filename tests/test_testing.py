@@ -358,6 +358,74 @@ def test_maximality_probe_takes_far_elements_first():
     assert a[order].tolist() == pytest.approx([2.0, 0.5, 1.05, -1.1, -1.0, 1.0])
 
 
+def test_maximality_probe_amplifies_its_last_element():
+    # scalings 2, ½, 3 probing a cell declared O(3): the last two rows become 3⁶ = 729
+    # and 3⁻⁶ (3⁷ = 2187 would pass the bound 1e3); the first stays as drawn
+    from taxdl.testing._check import Host, _amplify
+
+    a = np.array([2.0, 0.5, 3.0])
+    sampled = Host((a[:, None, None] * np.eye(3)).astype(np.float32),
+                   np.zeros((3, 3), np.float32))
+    ein, eout = _amplify(sampled, sampled, Orthogonal(3))
+    for e in (ein, eout):
+        scales = np.diagonal(e.matrix, axis1=1, axis2=2)
+        np.testing.assert_allclose(scales, [[2.0] * 3, [729.0] * 3, [3.0**-6] * 3],
+                                   rtol=1e-6)
+        assert not e.shift.any()
+    # an affine element x ↦ 1.5x + t: its powers are the map applied repeatedly
+    rng = np.random.default_rng(0)
+    t, x = rng.standard_normal((2, 3))
+    rows = Host(np.stack([np.eye(3), np.eye(3), 1.5 * np.eye(3)]).astype(np.float32),
+                np.stack([t, t, t]).astype(np.float32))
+    ein, _ = _amplify(rows, rows, Orthogonal(3))
+    t = t.astype(np.float32).astype(np.float64)
+    k = round(np.log(ein.matrix[1, 0, 0]) / np.log(1.5))
+    assert k >= 2 and 1.5**k < 1e3
+    y = x
+    for _ in range(k):
+        y = 1.5 * y + t
+    assert np.linalg.norm(y) < 1e3 * (1 + np.linalg.norm(x))
+    np.testing.assert_allclose(ein.matrix[1] @ x + ein.shift[1], y, rtol=1e-6)
+    z = ein.matrix[2].astype(np.float64) @ y + ein.shift[2]  # the inverse power undoes it
+    np.testing.assert_allclose(z, x, atol=1e-4)
+    # isometries and finite groups are left as drawn
+    q = np.linalg.qr(rng.standard_normal((3, 3, 3)))[0]
+    rot = Host(q, np.zeros((3, 3)))
+    assert _amplify(rot, rot, PointReflection(3))[0].matrix is q
+
+
+def test_probabilistic_maximality_reaches_far_elements():
+    # Linear → tanh → LayerNorm → Linear (Gaussian weights, zero biases): LayerNorm fixes
+    # the hidden norm and the Gaussian last layer makes each one-input law depend on it
+    # alone, so a scaling moves only the joint law, and little for scales in [¼, 4]
+    # (1024 draws do not show it); far out the law is clearly not that of f, so the
+    # amplified elements refute ℝ×·O(n) on the right
+    keys = jax.random.split(jax.random.key(0))
+    mlp = tnn.Sequential([tnn.Linear(8, 8, key=keys[0]), tnn.Tanh(), tnn.LayerNorm(8),
+                          tnn.Linear(8, 8, key=keys[1])])
+    result = assert_maximal(mlp, Orthogonal(), "R", generation="probabilistic")
+    m = {r.group: r for r in result.maximality}["ℝ×·O(8)"]
+    assert m.found
+    # independent of the checker (NumPy float64): at a small scale the outputs at x and
+    # x/4 are parallel in every draw (tanh is linear there and LayerNorm removes the
+    # scale), at scale 1 they are not
+    rng = np.random.default_rng(0)
+    w1, w2 = rng.standard_normal((2, 4000, 8, 8)) / np.sqrt(8)
+
+    def f(x):
+        h = np.tanh(w1 @ x)
+        h = h - h.mean(-1, keepdims=True)
+        return w2 @ (h / np.sqrt((h * h).mean(-1, keepdims=True)))[..., None]
+
+    def cosines(x):
+        a, b = f(x)[..., 0], f(x / 4)[..., 0]
+        return np.sum(a * b, -1) / np.linalg.norm(a, axis=-1) / np.linalg.norm(b, axis=-1)
+
+    x = rng.standard_normal(8)
+    assert np.max(1 - cosines(x / 256)) < 1e-6
+    assert np.mean(1 - cosines(x) > 1e-2) > 0.2
+
+
 @pytest.mark.parametrize("init", [tnn.IsotropicNormal(), tnn.HaarOrthogonal()],
                          ids=lambda i: type(i).__name__)
 def test_gaussian_and_haar_inits_are_orthogonally_invariant(init):
@@ -420,10 +488,11 @@ def test_probabilistic_maximality_sees_joint_laws_at_two_inputs():
 def test_probabilistic_maximality_probes_the_near_linear_range():
     # f(x) = W₂ isotanh(W₁x) (bias-free, Gaussian W): f(Rx) has the law of f(x) for R ∈ O(n),
     # but not f(ax), a ≠ 1, where tanh is not saturated; the larger probe inputs saturate
-    # it (‖W₁x‖ ≳ 3), so only the small input refutes ℝ×·O(n)
+    # it (‖W₁x‖ ≳ 3), so at a single drawn element (none amplified, see
+    # test_maximality_probe_amplifies_its_last_element) only the small input refutes ℝ×·O(n)
     mlp = tnn.MLP(8, [8], 8, activation="IsotropicTanh", use_bias=False,
                   key=jax.random.key(0))
-    result = assert_maximal(mlp, Orthogonal(), "R", generation="probabilistic")
+    result = assert_probabilistic(mlp, Orthogonal(), "R", test_elements=1, maximality=True)
     m = {r.group: r for r in result.maximality}["ℝ×·O(8)"]
     assert m.found and "Gaussian / 4" in m.counterexample.probe
     # independent of the checker (NumPy float64): the mean output norm at a small input

@@ -398,20 +398,112 @@ def _informative_first(sampled: Element, avoid: AbstractGroup | None) -> np.ndar
     return np.argsort(rank, kind="stable")
 
 
-def elements(ctx: Context, plan: Plan, seed: int, num: int, informative: bool = False
-             ) -> tuple[Host, Host]:
+AMPLIFY_BOUND = 1e3
+"""Largest stretch (σ_max, or 1/σ_min, of the homogeneous matrix) of an amplified
+element, the range of input magnitudes the algebraic checks use (`random_inputs`)."""
+AMPLIFY_MAX_POWER = 64
+
+
+def _stretch(m: np.ndarray, t: np.ndarray) -> float:
+    """log of how far x ↦ mx + t stretches or shrinks: the largest |log σ| of the
+    homogeneous matrix [[m, t], [0, 1]] (float64)."""
+    d = m.shape[-1]
+    h = np.eye(d + 1, dtype=np.result_type(m, np.float64))
+    h[:d, :d], h[:d, d] = m, t
+    sv = np.linalg.svd(h, compute_uv=False)
+    return float(np.max(np.abs(np.log(np.clip(sv, 1e-300, None)))))
+
+
+def _then(a: tuple, b: tuple) -> tuple:
+    """The composition a∘b of affine maps (matrix, shift)."""
+    return a[0] @ b[0], a[0] @ b[1] + a[1]
+
+
+def _power(m: np.ndarray, t: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The k-th power (k ≠ 0, possibly negative) of x ↦ mx + t, in float64."""
+    wide = np.result_type(m, np.float64)
+    g = (m.astype(wide), t.astype(wide))
+    if k < 0:
+        inv = np.linalg.inv(g[0])
+        g, k = (inv, -inv @ g[1]), -k
+    p = g
+    for _ in range(k - 1):
+        p = _then(g, p)
+    return p
+
+
+def _amplified_power(sampled: Host, image: Host, i: int, avoid: AbstractGroup) -> int:
+    """The largest power k ≤ AMPLIFY_MAX_POWER of row i (on both sides) whose stretch
+    grows with k and stays within AMPLIFY_BOUND, provided the power is still outside the
+    declared group `avoid` at a coarse tolerance; 1 when no power is (an isometry, a
+    finite group)."""
+    limit = np.log(AMPLIFY_BOUND)
+    gs = [_power(e.matrix[i], e.shift[i], 1) for e in (sampled, image)]
+    base = max(_stretch(*g) for g in gs)
+    if base < 0.05:  # (nearly) an isometry: its powers do not move the law further
+        return 1
+    best, powers = 1, gs
+    for k in range(2, AMPLIFY_MAX_POWER + 1):
+        powers = [_then(g, p) for g, p in zip(gs, powers)]
+        stretch = max(_stretch(*p) for p in powers)
+        if stretch > limit or stretch <= base:
+            break
+        best, base = k, stretch
+    if best > 1:
+        pm, pt = _power(sampled.matrix[i], sampled.shift[i], best)
+        element = Element(jnp.asarray(pm[None], sampled.matrix.dtype),
+                          jnp.asarray(pt[None], sampled.shift.dtype))
+        try:
+            if bool(np.asarray(avoid.contains(element, atol=COARSE_ATOL))[0]):
+                return 1
+        except NotImplementedError:  # membership not decidable (e.g. a product)
+            pass
+    return best
+
+
+def _amplify(sampled: Host, image: Host, avoid: AbstractGroup) -> tuple[Host, Host]:
+    """Replace the last rows of a maximality probe by large powers g^k and g^-k of its
+    last element g (the last two rows when there are three or more, else the last row by
+    g^k), so that a supergroup that moves the law only slightly at the drawn elements
+    (a scaling by 2 of a network that normalises its hidden units) is also probed far
+    from the declared group, at both ends: a larger scale saturates a tanh, a smaller
+    one reaches a normaliser's ε. Powers stay in the supergroup; their stretch is kept
+    within AMPLIFY_BOUND."""
+    num = sampled.matrix.shape[0]
+    if num < 2:
+        return sampled, image
+    k = _amplified_power(sampled, image, num - 1, avoid)
+    if k == 1:
+        return sampled, image
+    rows = ([(num - 2, k), (num - 1, -k)] if num >= 3 else [(num - 1, k)])
+    out = []
+    for e in (sampled, image):
+        m, t = e.matrix.copy(), e.shift.copy()
+        g = (e.matrix[num - 1], e.shift[num - 1])
+        for row, power in rows:
+            pm, pt = _power(*g, power)
+            m[row], t[row] = pm.astype(m.dtype), pt.astype(t.dtype)
+        out.append(Host(m, t))
+    return out[0], out[1]
+
+
+def elements(ctx: Context, plan: Plan, seed: int, num: int, informative: bool = False,
+             amplify: bool = False) -> tuple[Host, Host]:
     """(elements acting on inputs, elements acting on outputs) for `num` rows, as host
     arrays; the side a flavour does not act on gets identities, so every flavour of a
     primitive shares one compiled program. The group is always sampled `batch` at a time
     (one compiled sampler per group); with `informative`, the draws of the batch that
     are neither the identity nor in `plan.avoid` are used first (for tests that see only
-    a few elements)."""
+    a few elements); with `amplify` (a maximality probe in law), the last rows are
+    replaced by large powers of the last element (`_amplify`)."""
     key = jax.random.key(seed)
     sampled, image = jax.device_get(
         E.sample_elements(plan.sample, plan.out, key, max(num, ctx.batch), ctx.real))
     rows = _informative_first(sampled, plan.avoid)[:num] if informative else slice(num)
     sampled, image = (Host(np.asarray(e.matrix)[rows], np.asarray(e.shift)[rows])
                       for e in (sampled, image))
+    if amplify and plan.avoid is not None:
+        sampled, image = _amplify(sampled, image, plan.avoid)
     if plan.flavour is Flavour.LEFT:
         ein, eout = _identity(plan.d_in, num, ctx.real), image
     elif plan.flavour is Flavour.RIGHT:
@@ -745,26 +837,24 @@ def search_rows(ctx: Context, mode: str, flavour: Flavour, plan: Plan,
 def _probe_inputs(ctx: Context) -> tuple:
     """Four fixed inputs with unit-variance coordinates, larger and smaller, so
     non-linearities are probed in their saturated and their near-linear range: an axis
-    2√n·ê₀, a Gaussian, 3·Gaussian + ½ and Gaussian / 4 (host-side)."""
+    2√n·ê₀, a Gaussian z, 3·Gaussian + ½ and z / 4, on the ray of the second input, so
+    that the pair probe of these two sees how f bends along a ray (host-side)."""
     rng = np.random.default_rng(7)
     cplx = jnp.issubdtype(ctx.dtype, jnp.complexfloating)
-    out = []
-    for kind in ("axis", "gaussian", "offset", "small"):
-        xs = []
-        for s in ctx.shapes:
-            n = s[-1] if s else 1
-            if kind == "axis":
-                x = np.zeros(s)
-                x[..., 0] = 2 * np.sqrt(n)
-            else:
-                x = rng.standard_normal(s) + (1j * rng.standard_normal(s) if cplx else 0)
-                if kind == "offset":
-                    x = 3 * x + 0.5
-                elif kind == "small":
-                    x = x / 4
-            xs.append(np.asarray(x, ctx.dtype))
-        out.append(tuple(xs))
-    return tuple(out)
+
+    def gaussian(s):
+        return rng.standard_normal(s) + (1j * rng.standard_normal(s) if cplx else 0)
+
+    axis = []
+    for s in ctx.shapes:
+        e = np.zeros(s)
+        e[..., 0] = 2 * np.sqrt(s[-1] if s else 1)
+        axis.append(e)
+    z = [gaussian(s) for s in ctx.shapes]
+    offset = [3 * gaussian(s) + 0.5 for s in ctx.shapes]
+    small = [x / 4 for x in z]
+    return tuple(tuple(np.asarray(x, ctx.dtype) for x in xs)
+                 for xs in (axis, z, offset, small))
 
 
 def two_sample(ctx: Context, kind: str, flavour: Flavour, plan: Plan, salt: str):
@@ -773,7 +863,7 @@ def two_sample(ctx: Context, kind: str, flavour: Flavour, plan: Plan, salt: str)
     (Bonferroni). One compiled program per primitive and kind."""
     g = ctx.test_elements
     seed = _seed(ctx, "probabilistic", kind, flavour.value, plan.sample.name, salt)
-    ein, eout = elements(ctx, plan, seed, g, informative=True)
+    ein, eout = elements(ctx, plan, seed, g, informative=True, amplify=True)
     einv = _inverse(eout) if plan.act_out else eout
     ident_in = _identity(plan.d_in, 1, ein.matrix.dtype)
     ident_out = _identity(plan.d_out, 1, eout.matrix.dtype)

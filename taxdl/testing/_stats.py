@@ -12,7 +12,11 @@ most α.
 
 Before the test, both samples get the same small independent jitter (10⁻³ of the pooled
 mean magnitude): a point mass and the same point mass moved by rounding error are then
-indistinguishable, while real differences (above 0.1% of the scale) still are.
+indistinguishable, while real differences (above 0.1% of the scale) still are. The
+scale of a distance between the outputs at two inputs is that of the outputs (the mean
+of their norms), not its own: where f(x) = f(x') for every draw (a scale-invariant f at
+two inputs on one ray) the distance is a point mass at 0, and a transformed draw that
+moves both inputs by rounding makes it ~10⁻⁷ of the outputs, not a different law.
 """
 
 import dataclasses
@@ -76,10 +80,30 @@ def _probe_label(index: int, total: int) -> str:
     return pairs[k] if k < len(pairs) else f"probe {index}"
 
 
+def _scale_columns(p: int) -> list[tuple[int, ...]]:
+    """For each of `p` probes (the layout of `probe_samples`), the probe columns whose
+    pooled mean magnitude sets its jitter: itself, except for the distance between the
+    outputs at a pair of inputs, which takes the norms (|f| for scalar outputs) at both."""
+    scalar = p == len(INPUT_NAMES) * len(SCALAR_PROBE_NAMES) + len(PAIR_NAMES)
+    names = SCALAR_PROBE_NAMES if scalar else PROBE_NAMES
+    norm = len(names) - 1 if scalar else names.index("‖f(x)‖")
+    per_input = len(INPUT_NAMES) * len(names)
+    out = []
+    for j in range(p):
+        k = j - per_input
+        if 0 <= k < len(PAIR_NAMES) and k % 2 == 1:
+            a, b = PAIRS[k // 2]
+            out.append((a * len(names) + norm, b * len(names) + norm))
+        else:
+            out.append((j,))
+    return out
+
+
 def two_sample_test(base: np.ndarray, moved: np.ndarray, alpha: float,
                     rng: np.random.Generator) -> Outcome:
     """Compare `base` (N, P) with each of `moved` (G, N, P), probe by probe."""
     g, n, p = moved.shape
+    scale_columns = _scale_columns(p)
     threshold = alpha / (p * g)
     finite = np.isfinite(base).all() and np.isfinite(moved).all()
     if not finite:
@@ -97,7 +121,10 @@ def two_sample_test(base: np.ndarray, moved: np.ndarray, alpha: float,
             keep_a, keep_b = a[np.isfinite(a)], b[np.isfinite(b)]
             if keep_a.size < 2 or keep_b.size < 2:
                 continue
-            scale = np.mean(np.abs(np.concatenate([keep_a, keep_b]))) + 1e-30
+            pooled = np.concatenate([base[:, scale_columns[j]].ravel(),
+                                     moved[k][:, scale_columns[j]].ravel()])
+            pooled = pooled[np.isfinite(pooled)]
+            scale = (np.mean(np.abs(pooled)) if pooled.size else 0.0) + 1e-30
             ja = keep_a + JITTER * scale * rng.standard_normal(keep_a.size)
             jb = keep_b + JITTER * scale * rng.standard_normal(keep_b.size)
             d = ks_statistic(ja, jb)
