@@ -394,6 +394,25 @@ def test_maximality_probe_amplifies_its_last_element():
     assert _amplify(rot, rot, PointReflection(3))[0].matrix is q
 
 
+@pytest.mark.parametrize("scale", [1e-12, 1.0, 1e15])
+def test_probes_are_exact_at_any_output_magnitude(scale):
+    # Σv⁴ of an output of size 1e-12 underflows in float32 and one of size 1e15 overflows;
+    # the probes are scale-free where they should be and scale exactly where they should
+    from taxdl.testing._engine import pair_probe, probes
+
+    v = np.array([1.0, -2.0, 3.0, 0.5])
+    w = np.array([0.5, 1.0, -1.0, 2.0])
+    got = np.asarray(probes(jnp.asarray(scale * v, jnp.float32)), np.float64)
+    assert np.all(np.isfinite(got))
+    n = np.linalg.norm(v)
+    np.testing.assert_allclose(got[3], scale * n, rtol=1e-6)  # ‖f(x)‖
+    np.testing.assert_allclose(got[4], np.sum(v**4) / n**4, rtol=1e-6)  # peakedness
+    pair = np.asarray(pair_probe(jnp.asarray(scale * v, jnp.float32),
+                                 jnp.asarray(scale * w, jnp.float32)), np.float64)
+    np.testing.assert_allclose(pair[0], v @ w / n / np.linalg.norm(w), rtol=1e-6)
+    np.testing.assert_allclose(pair[1], scale * np.linalg.norm(v - w), rtol=1e-6)
+
+
 def test_probabilistic_maximality_reaches_far_elements():
     # Linear → tanh → LayerNorm → Linear (Gaussian weights, zero biases): LayerNorm fixes
     # the hidden norm and the Gaussian last layer makes each one-input law depend on it

@@ -440,6 +440,12 @@ def random_function(prim, kind: str, key, batch_shape=None) -> Callable:
     raise ValueError(f"unknown probabilistic kind {kind!r}.")
 
 
+def _unit_scaled(v) -> jax.Array:
+    """v / max|v| (0 stays 0)."""
+    m = jnp.max(jnp.abs(v))
+    return v / jnp.where(m > 0, m, 1)
+
+
 def probes(ys) -> jax.Array:
     """Scalar probes of one output pytree `ys`: projections on two fixed directions,
     the first coordinate, the 2-norm and the peakedness ‖y‖₄⁴/‖y‖₂⁴ (sensitive to
@@ -449,12 +455,15 @@ def probes(ys) -> jax.Array:
         v = jnp.concatenate([v.real, v.imag])
     if v.size == 1:
         return jnp.stack([v[0], jnp.abs(v[0])])
-    n2 = jnp.sum(v * v)
-    peak = jnp.sum(v**4) / jnp.where(n2 > 0, n2 * n2, 1)
+    # norm and peakedness of v/max|v|: Σv⁴ of an output of size 1e-10 underflows to 0
+    # in float32 (and (Σv²)² with it), one of size 1e10 overflows
+    u = _unit_scaled(v)
+    u2 = jnp.sum(u * u)
+    peak = jnp.sum(u**4) / jnp.where(u2 > 0, u2 * u2, 1)
     directions = np.random.default_rng(20250).standard_normal((2, v.size))
     directions /= np.linalg.norm(directions, axis=-1, keepdims=True)
     lin = jnp.asarray(directions, v.dtype) @ v
-    return jnp.concatenate([lin, v[:1], jnp.sqrt(n2)[None], peak[None]])
+    return jnp.concatenate([lin, v[:1], _norm_last(v)[None], peak[None]])
 
 
 def pair_probe(ya, yb) -> jax.Array:
@@ -472,9 +481,10 @@ def pair_probe(ya, yb) -> jax.Array:
     d = a - b
     if a.size == 1:
         return jnp.concatenate([a * b, jnp.abs(d)])
-    norms = jnp.sqrt(jnp.sum(a * a)) * jnp.sqrt(jnp.sum(b * b))
-    cos = jnp.sum(a * b) / jnp.where(norms > 0, norms, 1)
-    return jnp.stack([jnp.where(norms > 0, cos, 0), jnp.sqrt(jnp.sum(d * d))])
+    ua, ub = (_unit_scaled(v) for v in (a, b))
+    norms = jnp.sqrt(jnp.sum(ua * ua)) * jnp.sqrt(jnp.sum(ub * ub))
+    cos = jnp.sum(ua * ub) / jnp.where(norms > 0, norms, 1)
+    return jnp.stack([jnp.where(norms > 0, cos, 0), _norm_last(d)])
 
 
 @eqx.filter_jit(**JIT_OPTIONS)
