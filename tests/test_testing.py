@@ -359,17 +359,19 @@ def test_maximality_probe_takes_far_elements_first():
 
 
 def test_maximality_probe_amplifies_its_last_element():
-    # scalings 2, ½, 3 probing a cell declared O(3): the last two rows become 3⁶ = 729
-    # and 3⁻⁶ (3⁷ = 2187 would pass the bound 1e3); the first stays as drawn
-    from taxdl.testing._check import Host, _amplify
+    # scalings 2, ½, 3 probing a cell declared O(3): the last two rows become 3^k and
+    # 3^-k with k the largest power within the bound (10⁶: 3¹² = 531441, 3¹³ ≈ 1.6e6);
+    # the first stays as drawn
+    from taxdl.testing._check import AMPLIFY_BOUND, Host, _amplify
 
+    assert AMPLIFY_BOUND == 1e6
     a = np.array([2.0, 0.5, 3.0])
     sampled = Host((a[:, None, None] * np.eye(3)).astype(np.float32),
                    np.zeros((3, 3), np.float32))
     ein, eout = _amplify(sampled, sampled, Orthogonal(3))
     for e in (ein, eout):
         scales = np.diagonal(e.matrix, axis1=1, axis2=2)
-        np.testing.assert_allclose(scales, [[2.0] * 3, [729.0] * 3, [3.0**-6] * 3],
+        np.testing.assert_allclose(scales, [[2.0] * 3, [3.0**12] * 3, [3.0**-12] * 3],
                                    rtol=1e-6)
         assert not e.shift.any()
     # an affine element x ↦ 1.5x + t: its powers are the map applied repeatedly
@@ -380,11 +382,11 @@ def test_maximality_probe_amplifies_its_last_element():
     ein, _ = _amplify(rows, rows, Orthogonal(3))
     t = t.astype(np.float32).astype(np.float64)
     k = round(np.log(ein.matrix[1, 0, 0]) / np.log(1.5))
-    assert k >= 2 and 1.5**k < 1e3
+    assert k >= 2 and 1.5**k < AMPLIFY_BOUND
     y = x
     for _ in range(k):
         y = 1.5 * y + t
-    assert np.linalg.norm(y) < 1e3 * (1 + np.linalg.norm(x))
+    assert np.linalg.norm(y) < AMPLIFY_BOUND * (1 + np.linalg.norm(x))
     np.testing.assert_allclose(ein.matrix[1] @ x + ein.shift[1], y, rtol=1e-6)
     z = ein.matrix[2].astype(np.float64) @ y + ein.shift[2]  # the inverse power undoes it
     np.testing.assert_allclose(z, x, atol=1e-4)
@@ -443,6 +445,36 @@ def test_probabilistic_maximality_reaches_far_elements():
     x = rng.standard_normal(8)
     assert np.max(1 - cosines(x / 256)) < 1e-6
     assert np.mean(1 - cosines(x) > 1e-2) > 0.2
+
+
+def test_probabilistic_maximality_reaches_colu_eps():
+    # Linear → CoLU (ε = 1e-7) → Linear at initialisation: f(−x) has the law of −f(x), and
+    # f(ax)/a for a > 0 that of f(x) up to CoLU's ε, which matters only where the cone
+    # bodies are ~1e-7; the amplified elements reach there and refute ℝ× by conjugation
+    mlp = tnn.MLP(6, [6], 4, activation=tnn.CoLU(cone_dim=3), key=jax.random.key(0))
+    report = check(mlp, generations=("probabilistic",), raise_on_failure=False)
+    cell = report.cell("probabilistic", "E")
+    assert cell.group == "±I_n" and cell.status == "passed"
+    (m,) = [r for r in cell.maximality if r.group == "ℝ×"]
+    assert m.found
+    # independent of the checker (NumPy float64): the mean output norm over draws, scaled
+    # back, at inputs of size ~1e-6 is not that at size 1; at size 1e-3 it is
+    rng = np.random.default_rng(0)
+    w1 = rng.standard_normal((4000, 6, 6)) / np.sqrt(6)
+    w2 = rng.standard_normal((4000, 4, 6)) / np.sqrt(6)
+
+    def colu(h):
+        a, b = h[..., 0::3], np.stack([h[..., 1::3], h[..., 2::3]], -1)
+        w = np.clip(a / (np.linalg.norm(b, axis=-1) + 1e-7), 0, 1)
+        out = np.empty_like(h)
+        out[..., 0::3], out[..., 1::3], out[..., 2::3] = a, w * b[..., 0], w * b[..., 1]
+        return out
+
+    x = rng.standard_normal(6)
+    norm = lambda s: np.mean(np.linalg.norm(  # noqa: E731
+        w2 @ colu(w1 @ (s * x))[..., None], axis=(-2, -1))) / s
+    assert abs(norm(1e-6) / norm(1.0) - 1) > 5e-3  # same draws: no sampling noise
+    assert abs(norm(1e-3) / norm(1.0) - 1) < 1e-4
 
 
 @pytest.mark.parametrize("init", [tnn.IsotropicNormal(), tnn.HaarOrthogonal()],

@@ -398,9 +398,10 @@ def _informative_first(sampled: Element, avoid: AbstractGroup | None) -> np.ndar
     return np.argsort(rank, kind="stable")
 
 
-AMPLIFY_BOUND = 1e3
+AMPLIFY_BOUND = 1e6
 """Largest stretch (σ_max, or 1/σ_min, of the homogeneous matrix) of an amplified
-element, the range of input magnitudes the algebraic checks use (`random_inputs`)."""
+element: far enough that a constant of 10⁻⁷ inside a map (CoLU's ε) matters at the
+probe inputs, and far from float32's overflow and underflow."""
 AMPLIFY_MAX_POWER = 64
 
 
@@ -467,8 +468,8 @@ def _amplify(sampled: Host, image: Host, avoid: AbstractGroup) -> tuple[Host, Ho
     g^k), so that a supergroup that moves the law only slightly at the drawn elements
     (a scaling by 2 of a network that normalises its hidden units) is also probed far
     from the declared group, at both ends: a larger scale saturates a tanh, a smaller
-    one reaches a normaliser's ε. Powers stay in the supergroup; their stretch is kept
-    within AMPLIFY_BOUND."""
+    one reaches a normaliser's or CoLU's ε. Powers stay in the supergroup; their
+    stretch is kept within AMPLIFY_BOUND."""
     num = sampled.matrix.shape[0]
     if num < 2:
         return sampled, image
