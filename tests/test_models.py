@@ -369,3 +369,29 @@ def test_initialised_linear_declares_the_scalings_a_linear_map_commutes_with(use
     assert (t.cell("algebraic", "E").group == Scaling()) is (not use_bias)
     report = check(layer, raise_on_failure=False)
     assert report.passed, str(report)
+
+
+@pytest.mark.parametrize("wrap", ["Sequential", "Residual", "eqx.nn.Sequential"])
+def test_models_with_a_dropout_are_checked_at_its_fixed_realisation(wrap):
+    from taxdl.taxonomy import as_function
+    from taxdl.testing import check
+
+    keys = jax.random.split(jax.random.key(0))
+    drop = tnn.Dropout(0.3)
+    layers = [tnn.Linear(N, N, key=keys[0]), tnn.Tanh(), drop, tnn.Linear(N, N, key=keys[1])]
+    model = {"Sequential": tnn.Sequential, "Residual": tnn.Residual,
+             "eqx.nn.Sequential": eqx.nn.Sequential}[wrap](layers)
+    with pytest.raises(ValueError, match="pass `key=`"):
+        model(jnp.ones(N))  # called directly, a training-mode dropout needs a key
+    # the checker's function: the parts' own, the dropout at its fixed realisation (a
+    # mask zeroing some units, in float64 NumPy)
+    x = np.random.default_rng(0).standard_normal(N)
+    mask = np.asarray(as_function(drop)(jnp.ones(N)), np.float64)
+    assert 0 < np.sum(mask == 0) < N
+    w1, b1 = (np.asarray(a, np.float64) for a in (layers[0].weight, layers[0].bias))
+    w2, b2 = (np.asarray(a, np.float64) for a in (layers[3].weight, layers[3].bias))
+    want = w2 @ (mask * np.tanh(w1 @ x + b1)) + b2 + (x if wrap == "Residual" else 0)
+    got = as_function(model)(jnp.asarray(x, jnp.float32))
+    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5, atol=1e-5)
+    if wrap == "Sequential":  # (one full check: the others run the same machinery)
+        assert check(model, examples=4).passed

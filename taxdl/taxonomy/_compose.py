@@ -80,7 +80,7 @@ part (pre- and post-activation) are one hidden layer and are reported once.
 import dataclasses
 import functools as ft
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import equinox as eqx
@@ -971,6 +971,20 @@ def inverse_element(group, element):
 
 
 
+def chain_function(layers) -> Callable:
+    """The function the checker evaluates for a chain: each part as its
+    [`as_function`][taxdl.taxonomy.as_function], so a random part (a dropout) enters at
+    its fixed realisation, as when it is checked alone, and the chain needs no key."""
+    fns = tuple(as_function(layer) for layer in layers)
+
+    def f(x):
+        for fn in fns:
+            x = fn(x)
+        return x
+
+    return f
+
+
 def _register_equinox_sequential() -> None:
     """`eqx.nn.Sequential` of tagged parts gets the chain rules too (taxonomy, dimensions,
     and the checker's hooks), like `taxdl.nn.Sequential`."""
@@ -996,6 +1010,10 @@ def _register_equinox_sequential() -> None:
         keys = jax.random.split(key, len(model.layers))
         return eqx.tree_at(lambda m: m.layers, model,
                            tuple(reinitialise(lay, k) for lay, k in zip(model.layers, keys)))
+
+    @as_function.register(seq)
+    def _(model):
+        return chain_function(model.layers)
 
     @transport.register(seq)
     def _(model, flavour, element, group):

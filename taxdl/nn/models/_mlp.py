@@ -15,6 +15,7 @@ from ...taxonomy import (
     AbstractPrimitive,
     Signature,
     Taxonomy,
+    as_function,
     register,
     reinitialise,
     signature,
@@ -214,6 +215,11 @@ def _affine(nn, fan_in: int, fan_out: int, init: Callable | None, use_bias: bool
 @part.register
 def _(model: MLP, in_dim: int | None = None) -> Part:
     return part(model.layers, in_dim)
+
+
+@as_function.register
+def _(model: MLP):
+    return as_function(model.layers)
 
 
 @signature.register

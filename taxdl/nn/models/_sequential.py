@@ -15,6 +15,7 @@ from ...taxonomy import (
     Flavour,
     Signature,
     Taxonomy,
+    as_function,
     register,
     reinitialise,
     signature,
@@ -25,6 +26,7 @@ from ...taxonomy._compose import (
     CLOSURE,
     Part,
     chain,
+    chain_function,
     chain_parts,
     inverse_element,
     part,
@@ -178,6 +180,17 @@ def _(model: Sequential, in_dim: int | None = None) -> Part:
 @part.register
 def _(model: Residual, in_dim: int | None = None) -> Part:
     return residual(part(model.inner, in_dim))
+
+
+@as_function.register
+def _(model: Sequential):
+    return chain_function(model.layers)
+
+
+@as_function.register
+def _(model: Residual):
+    h = as_function(model.inner)
+    return lambda x: x + h(x)
 
 
 @signature.register
