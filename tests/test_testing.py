@@ -415,18 +415,19 @@ def test_probes_are_exact_at_any_output_magnitude(scale):
     np.testing.assert_allclose(pair[1], scale * np.linalg.norm(v - w), rtol=1e-6)
 
 
-def test_probabilistic_maximality_reaches_far_elements():
+def test_probabilistic_maximality_sees_how_f_bends_along_a_ray():
     # Linear → tanh → LayerNorm → Linear (Gaussian weights, zero biases): LayerNorm fixes
     # the hidden norm and the Gaussian last layer makes each one-input law depend on it
-    # alone, so a scaling moves only the joint law, and little for scales in [¼, 4]
-    # (1024 draws do not show it); far out the law is clearly not that of f, so the
-    # amplified elements refute ℝ×·O(n) on the right
+    # alone, so a scaling moves only the joint law at two inputs, and little at two
+    # unrelated ones (1024 draws do not show it); at two inputs on one ray, z and z/4,
+    # the outputs coincide where tanh is linear and differ where it bends, which a scaling
+    # changes: one drawn element (none amplified) refutes ℝ×·O(n) on the right
     keys = jax.random.split(jax.random.key(0))
     mlp = tnn.Sequential([tnn.Linear(8, 8, key=keys[0]), tnn.Tanh(), tnn.LayerNorm(8),
                           tnn.Linear(8, 8, key=keys[1])])
-    result = assert_maximal(mlp, Orthogonal(), "R", generation="probabilistic")
+    result = assert_probabilistic(mlp, Orthogonal(), "R", test_elements=1, maximality=True)
     m = {r.group: r for r in result.maximality}["ℝ×·O(8)"]
-    assert m.found
+    assert m.found and "x Gaussian, x' Gaussian / 4" in m.counterexample.probe
     # independent of the checker (NumPy float64): at a small scale the outputs at x and
     # x/4 are parallel in every draw (tanh is linear there and LayerNorm removes the
     # scale), at scale 1 they are not
