@@ -254,3 +254,26 @@ def test_a_reported_translation_is_the_one_applied():
     np.testing.assert_allclose(np.asarray(ce.lhs), np.tanh(x + np.asarray(ce.shift)),
                                rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(np.asarray(ce.rhs), np.tanh(x), rtol=1e-5, atol=1e-6)
+
+
+def test_a_distance_that_is_zero_in_every_draw_is_jittered_at_the_outputs_scale():
+    # f(x) = f(x') for every draw (a scale-invariant map at two inputs on one ray): the
+    # distance is a point mass at 0, and a transformed draw that moves both inputs by
+    # rounding leaves ~1e-7 of the outputs; that is not a different law, while a distance
+    # of 5% of the outputs is
+    from taxdl.testing._stats import PAIR_NAMES, PROBE_COUNT, _probe_label, two_sample_test
+
+    rng = np.random.default_rng(0)
+    n = 1024
+    base = rng.standard_normal((n, PROBE_COUNT))
+    dist = PROBE_COUNT - len(PAIR_NAMES) + 7  # ‖f(x) − f(x')‖ of the last pair (x, x/4)
+    assert _probe_label(dist, PROBE_COUNT).startswith("‖f(x) − f(x')‖")
+    norms = [i * 5 + 3 for i in (1, 3)]  # ‖f(x)‖ at both inputs of that pair
+    base[:, norms] = 1 + 0.1 * rng.random((n, 2))
+    base[:, dist] = 0.0
+    rounding, real = base.copy()[None], base.copy()[None]
+    rounding[0, :, dist] = 1e-7 * rng.random(n)
+    real[0, :, dist] = 0.05 * rng.random(n)
+    assert not two_sample_test(base, rounding, 1e-3, np.random.default_rng(1)).rejected
+    out = two_sample_test(base, real, 1e-3, np.random.default_rng(1))
+    assert out.rejected and out.probe.startswith("‖f(x) − f(x')‖")
