@@ -16,6 +16,7 @@ from taxdl.groups import (
     GL,
     SO,
     B,
+    ConformalLinear,
     D,
     Element,
     O,
@@ -25,6 +26,7 @@ from taxdl.groups import (
     ScaleShift,
     Scaling,
     Translation,
+    Trivial,
     linear_element,
     same_group,
 )
@@ -616,3 +618,54 @@ def test_abstract_models_with_factored_normalisers_get_the_same_taxonomy():
     abstract = eqx.filter_eval_shape(build)
     assert isinstance(abstract.layers[0].gamma, jax.ShapeDtypeStruct)
     assert taxdl.taxonomy(abstract) == taxdl.taxonomy(build())
+
+
+# ---------------------------------------------------------------- rays into rays
+@pytest.mark.parametrize("norm", ["SimpleIsotropicLayerNorm", "LayerNorm"])
+def test_a_scale_invariant_part_after_rays_makes_the_chain_scale_invariant(norm):
+    # Linear → isotropic tanh → normaliser → Linear at initialisation (zero biases):
+    # W₁(sx) = s·W₁x, isotropic tanh keeps the ray, the normaliser removes the scale, so
+    # f∘s = f for every draw: in law ℝ×·O(n) on the right, not only O(n)
+    keys = jax.random.split(jax.random.key(0))
+    model = tnn.Sequential([tnn.Linear(N, N, key=keys[0]), tnn.IsotropicTanh(),
+                            getattr(tnn, norm)(N), tnn.Linear(N, N, key=keys[1])])
+    decl = taxdl.taxonomy(model)
+    assert same_group(decl.probabilistic.R.group, ConformalLinear())
+    assert isinstance(decl.algebraic.R.group, Trivial)  # a non-zero bias breaks it
+    check(model, generations=("probabilistic",))  # the cells hold and are maximal
+    # independent of the rules: f(sx) = f(x) for the drawn model (zero biases)
+    x = np.random.default_rng(0).standard_normal(N)
+    fx = np.asarray(model(jnp.asarray(x, jnp.float32)))
+    for s in (1e-3, 0.5, 7.0):
+        np.testing.assert_allclose(np.asarray(model(jnp.asarray(s * x, jnp.float32))), fx,
+                                   rtol=1e-5, atol=1e-6)
+
+
+def test_rays_rule_needs_every_ray_kept():
+    # isotropic ReLU is 0 below R₀, so it does not map rays into rays: after it a
+    # normaliser does not make the chain scale-invariant, and the rules do not say so
+    assert not taxdl.taxonomy.maps_rays(tnn.IsotropicReLU())
+    model = tnn.Sequential([tnn.IsotropicReLU(), tnn.RMSNorm(N)])
+    assert isinstance(taxdl.taxonomy(model).algebraic.R.group, Trivial)
+    x = np.full(N, 1.0 / np.sqrt(N))  # ‖x‖ = 1 = R₀: 0 at x, not at 2x
+    assert not np.allclose(np.asarray(model(jnp.asarray(2 * x, jnp.float32))),
+                           np.asarray(model(jnp.asarray(x, jnp.float32))))
+    ray = tnn.Sequential([tnn.IsotropicTanh(), tnn.RMSNorm(N)])
+    assert same_group(taxdl.taxonomy(ray).algebraic.R.group, Scaling(positive=True))
+    check(ray, examples=4, generations=("algebraic",))
+
+
+@pytest.mark.parametrize("act", ["IsotropicTanh", "IsotropicLeakyReLU",
+                                 "IsotropicSoftLeakyReLU", "Squash"])
+def test_activations_declared_to_map_rays_into_rays_do(act):
+    prim = getattr(tnn, act)()
+    assert taxdl.taxonomy.maps_rays(prim)
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        x = rng.standard_normal(N) * np.exp(rng.uniform(-3, 3))
+        s = np.exp(rng.uniform(-3, 3))
+        fx = np.asarray(prim(jnp.asarray(x)), np.float64)
+        fsx = np.asarray(prim(jnp.asarray(s * x)), np.float64)
+        c = fsx @ fx / (fx @ fx)
+        assert c > 0
+        np.testing.assert_allclose(fsx, c * fx, rtol=1e-5, atol=1e-30)

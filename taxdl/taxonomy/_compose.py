@@ -64,6 +64,14 @@ $k = I$: LayerNorm → Linear is closed under (ℝ×,+λ1) × O(n−1) on the ri
 moves $k$ into the next part first and follows the rules through the core. A group of
 translations and a linear group normalising it are joined into their semidirect product.
 
+**Rays.** A part that maps rays into rays ($f(sx) = c\\,f(x)$, $c > 0$, for $s > 0$:
+[`maps_rays`][taxdl.taxonomy.maps_rays], or positively homogeneous, or scale-invariant)
+followed by a scale-invariant one (algebraic R ⊇ ℝ×₊) gives a scale-invariant pair:
+isotropic tanh → RMSNorm is algebraically ℝ×₊-invariant on the right. A chain that maps
+rays into rays in law (Linear with its zero initial bias, then isotropic tanh) gives the
+pair that cell in law: Linear → isotropic tanh → LayerNorm → Linear is probabilistically
+ℝ×·O(n) on the right.
+
 Probabilistic cells of parts whose claim is data- or time-like are replaced by the part's
 algebraic cell (sound, since algebraic ⇒ probabilistic), so a composite's probabilistic
 cells are initialisation-like.
@@ -120,7 +128,15 @@ from ..groups._hierarchy import (
     represent,
     scalar_subgroup,
 )
-from ._hooks import Signature, as_function, factor_out, reinitialise, signature, transport
+from ._hooks import (
+    Signature,
+    as_function,
+    factor_out,
+    maps_rays,
+    reinitialise,
+    signature,
+    transport,
+)
 from ._primitive import AbstractActivation, AbstractLayer
 from ._registry import taxonomy
 from ._symmetry import FLAVOURS, GENERATIONS, Cell, Flavour, Generation, Kind, Taxonomy
@@ -534,6 +550,10 @@ class Part:
       primitive written as $k∘c$ (see [`factor_out`][taxdl.taxonomy.factor_out]).
     - `fixed`: a fixed function (a core): its cells are its own symmetries and its
       parameter transport is the identity.
+    - `rays`: the generations in which the part maps rays into rays (see
+      [`maps_rays`][taxdl.taxonomy.maps_rays]): algebraic, $f(sx) = c\\,f(x)$ with
+      $c > 0$ for every member; probabilistic, $f∘s$ has the law of such a $c\\,f$ at
+      initialisation (Linear with its zero initial bias).
     """
 
     cells: Any
@@ -544,6 +564,7 @@ class Part:
     direct: Any = None
     core: Any = None
     fixed: bool = False
+    rays: frozenset = frozenset()
 
     @property
     def square(self) -> bool:
@@ -644,7 +665,8 @@ def part(obj: Any, in_dim: int | None = None) -> Part:
     try:
         sig = signature(obj, in_dim)
     except ValueError:
-        return Part(_cells_of(decl), None, None, name, params)  # dimension-free
+        free = Part(_cells_of(decl), None, None, name, params)  # dimension-free
+        return dataclasses.replace(free, rays=_rays(free, maps_rays(obj)))
     if len(sig.inputs) != 1 or len(sig.inputs[0]) != 1:
         raise TypeError(
             f"{name} takes inputs of shapes {sig.inputs}; only one-vector maps ℝⁿ → ℝᵐ can "
@@ -667,7 +689,8 @@ def part(obj: Any, in_dim: int | None = None) -> Part:
         # scalar g when it is closed under both one-sided moves (the transport used)
         cells[(CLOSURE, E)] = _meet_sets(_scalar_cells(cells[(CLOSURE, L)]),
                                          _scalar_cells(cells[(CLOSURE, R)]))
-    return Part(cells, d, out.shape[0], name, params, core=_core_path(obj, d, out.shape[0]))
+    whole = Part(cells, d, out.shape[0], name, params, core=_core_path(obj, d, out.shape[0]))
+    return dataclasses.replace(whole, rays=_rays(whole, maps_rays(obj)))
 
 
 def _core_path(obj, d: int, out_d: int) -> CorePath | None:
@@ -682,6 +705,27 @@ def _core_path(obj, d: int, out_d: int) -> CorePath | None:
     cells = {(gen, fl): (g,) for gen in GENERATIONS for fl, g in zip(FLAVOURS, groups)}
     core = Part(cells, d, out_d, f"core of {type(obj).__name__}", False, fixed=True)
     return CorePath(core, _unbind(fac.group), fac.initial)
+
+
+_POSITIVE = Scaling(positive=True)
+
+
+def _rays(p: Part, pointwise: bool = False, through: bool = False,
+          through_in_law: bool = False) -> frozenset:
+    """The generations in which `p` maps rays into rays: algebraically when `pointwise`
+    (declared, or a chain of such maps, `through`) or when its algebraic E or R cell
+    holds the positive scalings; in law also when its probabilistic E or R cell does
+    ($f∘s$ has the law of $s∘f$ or of $f$), or `through_in_law` (a pointwise ray map
+    after one in law)."""
+    def scales(gen):
+        return covers(p.get(gen, E), _POSITIVE) or covers(p.get(gen, R), _POSITIVE)
+
+    out = set()
+    if pointwise or through or scales(ALGEBRAIC):
+        out.add(ALGEBRAIC)
+    if ALGEBRAIC in out or through_in_law or scales(PROBABILISTIC):
+        out.add(PROBABILISTIC)
+    return frozenset(out)
 
 
 def _scalar_cells(groups) -> tuple[AbstractGroup, ...]:
@@ -716,6 +760,15 @@ def compose(outer: Part, inner: Part) -> Part:
         for gen in (CLOSURE, PROBABILISTIC) if inner.core.initial else (CLOSURE,):
             for fl in FLAVOURS:
                 found[(gen, fl)] += core_found[(gen, fl)]
+    if covers(outer.get(ALGEBRAIC, R), _POSITIVE):
+        # outer(c·y) = outer(y) for every c > 0 and member: after an inner part with
+        # inner(sx) = c·inner(x), c > 0 (in law: inner∘s has the law of such a c·inner),
+        # outer∘inner∘s = outer∘inner (in law)
+        if ALGEBRAIC in inner.rays:
+            for gen in GENERATIONS:
+                found[(gen, R)] = found[(gen, R)] + [_POSITIVE]
+        elif PROBABILISTIC in inner.rays and covers(_joins(found[(CLOSURE, R)]), _POSITIVE):
+            found[(PROBABILISTIC, R)] = found[(PROBABILISTIC, R)] + [_POSITIVE]
     cells, direct = {}, {}
     for key, groups in found.items():
         direct[key] = tuple(_maximal(groups)) or _TRIVIAL
@@ -724,8 +777,12 @@ def compose(outer: Part, inner: Part) -> Part:
     core = None
     if outer.core is not None:
         core = outer.core._replace(part=compose(outer.core.part, inner))
-    return Part(cells, in_dim, out_dim, names, outer.parameters or inner.parameters, direct,
-                core)
+    whole = Part(cells, in_dim, out_dim, names, outer.parameters or inner.parameters, direct,
+                 core)
+    pointwise = ALGEBRAIC in outer.rays
+    return dataclasses.replace(whole, rays=_rays(
+        whole, through=pointwise and ALGEBRAIC in inner.rays,
+        through_in_law=pointwise and PROBABILISTIC in inner.rays))
 
 
 def _rule_groups(outer: Part, inner: Part, square: bool) -> dict:

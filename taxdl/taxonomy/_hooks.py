@@ -132,6 +132,18 @@ def factor_out(primitive: Any) -> Factored | None:
 
 
 @ft.singledispatch
+def maps_rays(primitive: Any) -> bool:
+    """Whether every member of the primitive's class maps each open ray into an open ray:
+    $f(sx) = c\\,f(x)$ with $c = c(s, x) > 0$ for every $s > 0$, e.g. an isotropic
+    activation $σ(r)\\hat x$ with $σ(r) > 0$ for $r > 0$ (isotropic tanh; not isotropic
+    ReLU, which is 0 below $R_0$). Default False. Maps whose algebraic E or R cell holds
+    the positive scalings (positively homogeneous or scale-invariant) map rays into rays
+    without registering. The composition rules use it: a part that is scale-invariant
+    after a chain that maps rays into rays makes the chain scale-invariant."""
+    return False
+
+
+@ft.singledispatch
 def random_call(primitive: Any, key) -> Callable:
     return ft.partial(primitive, key=key)
 

@@ -14,7 +14,7 @@ from jax import named_scope
 from jaxtyping import Array, Float
 
 from ...groups import Affine, Orthogonal
-from ...taxonomy import AbstractActivation, Taxonomy, register
+from ...taxonomy import AbstractActivation, Taxonomy, maps_rays, register
 from .._numerics import finite_float
 from . import _functional as F
 from ._common import fixed
@@ -288,3 +288,8 @@ class Squash(AbstractActivation):
     def __call__(self, x: Float[Array, "*b n"], *, key=None) -> Float[Array, "*b n"]:
         del key
         return F.squash(x)
+
+
+# σ(r) > 0 for every r > 0: each ray goes into itself (for the composition rules)
+for _cls in (IsotropicTanh, IsotropicLeakyReLU, IsotropicSoftLeakyReLU, Squash):
+    maps_rays.register(_cls)(lambda _: True)
