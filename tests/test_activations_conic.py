@@ -379,3 +379,38 @@ def test_eps_zero_silu_axis_gradients_at_tiny_inputs_match_float64():
             f(jnp.asarray(x - h * e)))) / (2 * h) for e in np.eye(8)], -1)
     assert np.all(np.isfinite(j32))
     np.testing.assert_allclose(j32, fd, rtol=1e-4, atol=1e-5)
+
+
+def _fd_jacobian(ref, x, h):
+    """Central differences of a float64 NumPy map at x (columns: input coordinates)."""
+    return np.stack([(ref(x + h * e) - ref(x - h * e)) / (2 * h) for e in np.eye(x.size)], -1)
+
+
+@pytest.mark.parametrize("kind", ["hard", "soft", "firm", "axes_first", "shared", "rcolu"])
+def test_default_eps_gradients_correct_at_huge_and_mixed_magnitudes(kind):
+    """With ε > 0 the body's part of the Jacobian, −W'(ρ)ρ b bᵀ/(d‖b‖), has a coefficient
+    of size 1/|x|², which underflows in float32 for |x| ≳ 1e19 (the Jacobian then lost
+    that term) and overflows for a body of size 1e-37 beside an axis value of size ε.
+    The float32 Jacobian must match central differences of the float64 reference."""
+    x = np.random.default_rng(11).normal(size=8)
+    if kind == "shared":
+        x = x[:7]
+    cfg = {"hard": dict(s=4, projection="hard"), "soft": dict(s=4, projection="soft"),
+           "firm": dict(s=4, projection="firm"),
+           "axes_first": dict(s=4, projection="soft", layout="axes_first"),
+           "shared": dict(s=4, projection="soft", shared=True)}.get(kind)
+    if kind == "rcolu":
+        f = ft.partial(F.rcolu, cone_dim=4, projection="soft")
+        ref = ft.partial(rcolu_np, s=4, projection="soft")
+    else:
+        f, ref = ft.partial(_call, cfg=cfg), ft.partial(_ref, cfg=cfg)
+    points = [x * scale for scale in (1e20, 1e30)]
+    if kind in ("hard", "soft", "firm"):
+        # axis values of size ~ε = 1e-7 (ρ in the ramp) with bodies of size 1e-37
+        points.append(np.array([5e-8, 1e-37, -2e-37, 0.0, 3e-8, 0.0, 0.0, 1e-37]))
+    for p in points:
+        p32 = np.asarray(p, np.float32).astype(np.float64)  # the float32 point itself
+        jac = np.asarray(jax.jacrev(f)(jnp.asarray(p32, jnp.float32)), np.float64)
+        want = _fd_jacobian(ref, p32, 1e-6 * np.max(np.abs(p32)))
+        assert np.all(np.isfinite(jac))
+        np.testing.assert_allclose(jac, want, rtol=1e-4, atol=1e-5)

@@ -212,23 +212,26 @@ def _per_cone(compute, arrays, cax, count):
 
 
 def _slopes(rho, d, dw, norm):
-    """Per cone c = W'(ρ)/d and k = c ρ/‖b‖, the coefficients of dw = c da − k ⟨b, db⟩
-    (0 where d = 0 or ‖b‖ = 0; an infinite ρ, from ε = 0 and b = 0, counts as 0)."""
+    """Per cone c = W'(ρ)/d, h = c ρ and ι = 1/‖b‖, the coefficients of
+    dw = c da − h ι ⟨b, db⟩ (0 where d = 0 or ‖b‖ = 0; an infinite ρ, from ε = 0 and
+    b = 0, counts as 0). The product k = h ι is never formed: it scales as 1/|x|² and
+    underflows for |x| ≳ 1e19 in float32 (or overflows when a body of size ~1e-37 sits
+    next to an axis value of size ~ε), whereas ι ⟨b, db⟩ = ⟨b̂, db⟩ is bounded by |db|."""
     c = jnp.where(d > 0, dw / jnp.where(d > 0, d, 1), 0)
-    return c, (c * jnp.where(jnp.isfinite(rho), rho, 0)) * inverse_or_zero(norm)
+    return c, c * jnp.where(jnp.isfinite(rho), rho, 0), inverse_or_zero(norm)
 
 
 def _colu_primal(x, spec):
-    """The output and, per cone, w = W(ρ), c = W'(ρ)/d and k = c ρ/‖b‖ (so that
-    dw = c da − k ⟨b, db⟩)."""
+    """The output and, per cone, w = W(ρ), c = W'(ρ)/d, h = c ρ and ι = 1/‖b‖ (so that
+    dw = c da − h ι ⟨b, db⟩; see `_slopes`)."""
     z, a, body, cax = _split(x, spec)
 
     def residuals(a, body, comp_axis):
         nb, rho, d, w, dw = _weights(_comps(a, comp_axis, 0), body, comp_axis, spec)
         return [w, *_slopes(rho, d, dw, nb)]
 
-    w, c, k = _per_cone(residuals, [jnp.expand_dims(a, cax), body], cax, 3)
-    return _colu_output(x, spec, z, a, body, cax, w), (w, c, k)
+    w, c, h, inv = _per_cone(residuals, [jnp.expand_dims(a, cax), body], cax, 4)
+    return _colu_output(x, spec, z, a, body, cax, w), (w, c, h, inv)
 
 
 def _spread(p, cax, n):
@@ -260,12 +263,13 @@ def _homogeneous_scale(x, spec: ConeSpec):
 
 def _colu_tangent(x, spec, res, dx, x_rect=None):
     """The tangent map at x (linear in dx): dy_a = R'(a) da and, per cone,
-    dy_b = w db + b (c da − k ⟨b, db⟩), whose transpose (reverse mode) is
-    ā = R'(a) v_a + c q and b̄ = w v_b − k q b with q = ⟨b, v_b⟩ (module docstring).
+    dy_b = w db + b (c da − h ι ⟨b, db⟩), whose transpose (reverse mode) is
+    ā = R'(a) v_a + c q and b̄ = w v_b − h ι q b with q = ⟨b, v_b⟩ (module docstring;
+    ι ⟨b, ·⟩ is taken first, so that h ι is never formed, see `_slopes`).
     `x_rect`: where to take the rectified axis's derivative R'(a) when `x` is a rescaled
     point (default `x`)."""
     x_rect = x if x_rect is None else x_rect
-    w, c, k = (jnp.expand_dims(t, spec.axis + 1) for t in res)
+    w, c, h, inv = (jnp.expand_dims(t, spec.axis + 1) for t in res)
     ax, cax, n = spec.axis, spec.axis + 1, spec.cone_dim - 1
     if spec.layout == "block":
         # The reductions are over the short component axis (forward mode only); their
@@ -277,7 +281,7 @@ def _colu_tangent(x, spec, res, dx, x_rect=None):
         _, dr = _rect(x_rect.reshape(z.shape), spec.rectify)
         da = jnp.sum(jnp.where(head, dz, 0), axis=cax, keepdims=True)
         qt = jnp.sum(jnp.where(head, 0, dz) * z, axis=cax, keepdims=True)
-        coef = c * da - k * qt
+        coef = c * da - h * (inv * qt)
         spread = jnp.concatenate([jnp.zeros_like(coef), _spread(coef, cax, n)], axis=cax)
         return (jnp.where(head, dr * dz, w * dz) + spread * z).reshape(x.shape)
     head = 1 if spec.layout == "shared" else spec.num_cones
@@ -290,7 +294,7 @@ def _colu_tangent(x, spec, res, dx, x_rect=None):
     body, dbody = rest.reshape(bshape), drest.reshape(bshape)
     _, dr = _rect(lax.slice_in_dim(x_rect, 0, head, axis=ax), spec.rectify)
     qt = jnp.sum(dbody * body, axis=cax, keepdims=True)
-    coef = c * jnp.expand_dims(da, cax) - k * qt
+    coef = c * jnp.expand_dims(da, cax) - h * (inv * qt)
     dyb = w * dbody + _spread(coef, cax, n) * body
     return jnp.concatenate([dr * da, dyb.reshape(rest.shape)], axis=ax)
 
@@ -347,7 +351,7 @@ def rcolu_kernel(x, spec: ConeSpec):
 
 def _rcolu_tangent(x, spec, dx):
     """y_k = μ + w (x_k − μ) gives dy_k = (1 − w) dμ + w dx_k + r_k dw with
-    dw = c √S dμ − k ⟨r, dx⟩ (c = W'(ρ)/d, k = c ρ/‖r‖; ⟨r, 1⟩ = 0), written so that
+    dw = c √S dμ − h ι ⟨r, dx⟩ (c = W'(ρ)/d, h = c ρ, ι = 1/‖r‖; ⟨r, 1⟩ = 0), written so that
     its automatic transpose has no short-axis reductions (see the module docstring)."""
     z, cax, mu, r, *_ = _rcolu_scalars(x, spec)  # the per-cone weights go unused here
     s = spec.cone_dim
@@ -356,11 +360,11 @@ def _rcolu_tangent(x, spec, dx):
         _, _, nr, rho, d, w, dw = _rcolu_weights(z, comp_axis, spec)
         return [w, *_slopes(rho, d, dw, nr)]
 
-    w, c, k = (jnp.expand_dims(t, cax) for t in _per_cone(residuals, [z], cax, 3))
+    w, c, h, inv = (jnp.expand_dims(t, cax) for t in _per_cone(residuals, [z], cax, 4))
     dz = dx.reshape(z.shape)
     root_s = jnp.sqrt(jnp.asarray(s, x.dtype))
     dmu = jnp.sum(dz, axis=cax, keepdims=True) / s
-    dwt = c * root_s * dmu - k * jnp.sum(r * dz, axis=cax, keepdims=True)
+    dwt = c * root_s * dmu - h * (inv * jnp.sum(r * dz, axis=cax, keepdims=True))
     dy = w * dz + _spread((1 - w) * dmu, cax, s) + r * _spread(dwt, cax, s)
     return dy.reshape(x.shape)
 
