@@ -312,3 +312,50 @@ def test_complex_and_lorentz_forms_at_extreme_magnitudes():
     jac = jax.jacrev(lambda z: jnp.real(F.unitary_isotropic(z.astype(jnp.complex64), sig)))(
         jnp.zeros(3))
     np.testing.assert_allclose(np.asarray(jac), np.eye(3), atol=1e-6)
+
+
+def test_directional_forms_at_the_largest_magnitudes():
+    """Quasi-isotropic, lattice and trainable-direction forms keep the direction of inputs
+    whose largest component is near the dtype's maximum (1.3e38 in float32, 1e308 in
+    float64), where a reciprocal 1/max|x| is flushed to 0, and a user σ that is bounded
+    gives σ(r) x̂ there (σ(r)/r is below the smallest normal number)."""
+    u = np.array([[0.6, -0.8, 0.0, 0.0], [0.1, 0.2, -0.3, 0.9]])
+    u /= np.linalg.norm(u, axis=-1, keepdims=True)
+    dirs = F.lattice_directions("cubic", 4)
+    z = RNG.normal(size=(6, 4))
+    zhat = z / np.linalg.norm(z, axis=-1, keepdims=True)
+    trainable = u / np.maximum(np.max(u @ zhat.T, axis=-1), 0.05)[:, None]
+    for scale, dtype in ((1.3e38, jnp.float32), (1e308, jnp.float64)):
+        with jax.enable_x64(dtype == jnp.float64):
+            x = jnp.asarray(scale * u, dtype)
+            cases = [(F.quasi_isotropic(x, 3.0, 0.5), quasi_np(u * 1e3, 3.0, 0.5)),
+                     (F.lattice_isotropic(x, dirs), lattice_np(u * 1e3, dirs)),
+                     (F.trainable_direction(x, z), trainable)]
+            if dtype == jnp.float32:
+                cases.append((F.isotropic(x, jnp.arctan), np.pi / 2 * u))
+            for got, want in cases:
+                np.testing.assert_allclose(np.asarray(got, np.float64), want, rtol=1e-5)
+
+
+def test_bloch_with_a_root_like_sigma_is_zero_at_the_origin():
+    """σ(s) = tanh √s has σ'(0) = ∞; eq 41 still gives f(0) = 0, with finite gradients,
+    and f(x) = tanh(‖x‖) n(x̂) elsewhere."""
+    sig = lambda s: jnp.tanh(jnp.sqrt(s))  # noqa: E731
+    zero = jnp.zeros(2, jnp.complex64)
+    np.testing.assert_array_equal(np.asarray(F.bloch(zero, sig)), 0)
+    g = jax.grad(lambda v: jnp.sum(F.bloch(v, sig)))(zero)
+    assert np.all(np.isfinite(np.asarray(g)))
+    x = np.array([[0.3 + 0.1j, -0.2j], [1.0, 2.0 - 1.0j]])
+    n = bloch_np(x) / np.linalg.norm(bloch_np(x), axis=-1, keepdims=True)
+    want = np.tanh(np.linalg.norm(x, axis=-1))[:, None] * n
+    np.testing.assert_allclose(np.asarray(F.bloch(jnp.asarray(x, jnp.complex64), sig)),
+                               want, rtol=1e-5, atol=1e-6)
+
+
+def test_series_branch_is_float64_accurate_below_its_switch():
+    """tanh(s)/s is a series below s = 0.1: Bloch (s = x†x) just below the switch agrees
+    with the float64 quotient to 1e-12 relative."""
+    x = np.array([[np.sqrt(0.0999), 0.0], [0.2 + 0.1j, 0.2j]])
+    with _x64():
+        y = np.asarray(F.bloch(jnp.asarray(x)))
+    np.testing.assert_allclose(y, bloch_np(x), rtol=1e-12, atol=0)

@@ -27,16 +27,19 @@ def safe_norm(x: Inexact[Array, "*b n"], axis: int = -1, keepdims: bool = False
 
 def unit_and_norm(x: Inexact[Array, "*b n"]) -> tuple[Inexact[Array, "*b n"], Array]:
     """$\\hat x$ (0 at the origin) and $\\|x\\|$ along the last axis (real or complex x),
-    overflow-free in value and gradient: x is divided by its largest magnitude m (gradient
-    stopped) first, so the gradient of x̂, of size 1/‖x‖, never passes through 1/‖x‖²
-    (which overflows for ‖x‖ ≲ 1e-19 in float32)."""
-    m = jax.lax.stop_gradient(jnp.max(jnp.abs(x), axis=-1, keepdims=True))
-    m = jnp.where(m > 0, m, 1).astype(jnp.real(x).dtype)
-    v = x / m.astype(x.dtype)
-    sq = jnp.sum(jnp.real(v * jnp.conj(v)), axis=-1, keepdims=True)  # in [1, n] unless 0
+    overflow-free in value and gradient: x is scaled by a power of two $p$ bringing its
+    largest magnitude near 1 (gradient stopped) first, so the gradient of x̂, of size
+    1/‖x‖, never passes through 1/‖x‖² (which overflows for ‖x‖ ≲ 1e-19 in float32). A
+    power of two, not 1/max|x|: XLA's CPU backend divides by multiplying with the
+    reciprocal, which is flushed to 0 for max|x| ≳ 2¹²⁶ in float32."""
+    real = jnp.real(x).dtype
+    m = jax.lax.stop_gradient(jnp.max(jnp.abs(x), axis=-1, keepdims=True)).astype(real)
+    p = _power_of_two_scale(m)  # 1 at the origin; p and 1/p are normal numbers
+    v = x * p.astype(x.dtype)
+    sq = jnp.sum(jnp.real(v * jnp.conj(v)), axis=-1, keepdims=True)  # ~[1/4, 4n] unless 0
     ok = sq > 0
     root = jnp.where(ok, jnp.sqrt(jnp.where(ok, sq, 1)), 0)
-    return v * inverse_or_zero(root).astype(x.dtype), (root * m)[..., 0]
+    return v * inverse_or_zero(root).astype(x.dtype), (root / p)[..., 0]
 
 
 def require_floating(x, who: str, name: str = "x") -> None:

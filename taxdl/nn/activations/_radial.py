@@ -180,14 +180,18 @@ def squash_profile(r):
 
 
 def callable_profile(r, sigma: Callable):
-    """A user radial function σ (σ(0) = 0): A = σ(r)/r, B = 0. At r = 0, A and σ' are
-    the slope σ'(0⁺), taken as σ(h)/h at h = the dtype's ε (exact to O(ε) for smooth σ,
-    and finite where autodiff at 0 is not, e.g. σ(r) = tanh √(r²))."""
+    """A user radial function σ (σ(0) = 0): A = σ(r)/r, B = 0 for r < 1, A = 0, B = σ(r)
+    above (so that a bounded σ gives σ(r) x̂ at any magnitude, where σ(r)/r would be
+    flushed to 0). At r = 0, A and σ' are the slope σ'(0⁺), taken as σ(h)/h at h = the
+    dtype's ε (exact to O(ε) for smooth σ, and finite where autodiff at 0 is not, e.g.
+    σ(r) = tanh √(r²))."""
     ones = jnp.ones_like(r)
     s, ds = jax.jvp(sigma, (r,), (ones,))
     h = jnp.full_like(r, float(jnp.finfo(r.dtype).eps))
     d0 = sigma(h) / h
     positive = r > 0
-    a = jnp.where(positive, s / _safe(r, positive), d0)
+    inner = r < 1
+    a = jnp.where(inner, jnp.where(positive, s / _safe(r, positive), d0), 0)
+    b = jnp.where(inner, 0, s)
     ds = jnp.where(positive, ds, d0)
-    return a.astype(r.dtype), jnp.zeros_like(r), ds.astype(r.dtype)
+    return a.astype(r.dtype), b.astype(r.dtype), ds.astype(r.dtype)
