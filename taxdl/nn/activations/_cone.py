@@ -212,26 +212,29 @@ def _per_cone(compute, arrays, cax, count):
 
 
 def _slopes(rho, d, dw, norm):
-    """Per cone c = W'(ρ)/d, h = c ρ and ι = 1/‖b‖, the coefficients of
-    dw = c da − h ι ⟨b, db⟩ (0 where d = 0 or ‖b‖ = 0; an infinite ρ, from ε = 0 and
-    b = 0, counts as 0). The product k = h ι is never formed: it scales as 1/|x|² and
-    underflows for |x| ≳ 1e19 in float32 (or overflows when a body of size ~1e-37 sits
-    next to an axis value of size ~ε), whereas ι ⟨b, db⟩ = ⟨b̂, db⟩ is bounded by |db|."""
+    """Per cone c = W'(ρ)/d and κ = ρ/‖b‖, the coefficients of dw = c (da − κ ⟨b, db⟩)
+    (c = 0 where d = 0, κ = 0 where ‖b‖ = 0; an infinite ρ, from ε = 0 and b = 0, counts
+    as 0). The product cκ is never formed: it scales as 1/|x|² and underflows for
+    |x| ≳ 1e19 in float32, while c and κ scale as 1/|x|. κ is clamped to the largest
+    finite number, which it exceeds only for ‖b‖ ≲ 1e-38 and ρ > 4, where the term
+    κ ⟨b, db⟩ b it scales is below rounding (and 0·∞ would be NaN)."""
     c = jnp.where(d > 0, dw / jnp.where(d > 0, d, 1), 0)
-    return c, c * jnp.where(jnp.isfinite(rho), rho, 0), inverse_or_zero(norm)
+    big = float(jnp.finfo(rho.dtype).max)
+    kappa = jnp.clip(jnp.where(jnp.isfinite(rho), rho, 0) * inverse_or_zero(norm), -big, big)
+    return c, kappa
 
 
 def _colu_primal(x, spec):
-    """The output and, per cone, w = W(ρ), c = W'(ρ)/d, h = c ρ and ι = 1/‖b‖ (so that
-    dw = c da − h ι ⟨b, db⟩; see `_slopes`)."""
+    """The output and, per cone, w = W(ρ), c = W'(ρ)/d and κ = ρ/‖b‖ (so that
+    dw = c (da − κ ⟨b, db⟩); see `_slopes`)."""
     z, a, body, cax = _split(x, spec)
 
     def residuals(a, body, comp_axis):
         nb, rho, d, w, dw = _weights(_comps(a, comp_axis, 0), body, comp_axis, spec)
         return [w, *_slopes(rho, d, dw, nb)]
 
-    w, c, h, inv = _per_cone(residuals, [jnp.expand_dims(a, cax), body], cax, 4)
-    return _colu_output(x, spec, z, a, body, cax, w), (w, c, h, inv)
+    w, c, kappa = _per_cone(residuals, [jnp.expand_dims(a, cax), body], cax, 3)
+    return _colu_output(x, spec, z, a, body, cax, w), (w, c, kappa)
 
 
 def _spread(p, cax, n):
@@ -263,13 +266,13 @@ def _homogeneous_scale(x, spec: ConeSpec):
 
 def _colu_tangent(x, spec, res, dx, x_rect=None):
     """The tangent map at x (linear in dx): dy_a = R'(a) da and, per cone,
-    dy_b = w db + b (c da − h ι ⟨b, db⟩), whose transpose (reverse mode) is
-    ā = R'(a) v_a + c q and b̄ = w v_b − h ι q b with q = ⟨b, v_b⟩ (module docstring;
-    ι ⟨b, ·⟩ is taken first, so that h ι is never formed, see `_slopes`).
+    dy_b = w db + b c (da − κ ⟨b, db⟩), whose transpose (reverse mode) is
+    ā = R'(a) v_a + c q and b̄ = w v_b − c κ q b with q = ⟨b, v_b⟩ (module docstring;
+    c κ is never formed, see `_slopes`).
     `x_rect`: where to take the rectified axis's derivative R'(a) when `x` is a rescaled
     point (default `x`)."""
     x_rect = x if x_rect is None else x_rect
-    w, c, h, inv = (jnp.expand_dims(t, spec.axis + 1) for t in res)
+    w, c, kappa = (jnp.expand_dims(t, spec.axis + 1) for t in res)
     ax, cax, n = spec.axis, spec.axis + 1, spec.cone_dim - 1
     if spec.layout == "block":
         # The reductions are over the short component axis (forward mode only); their
@@ -281,7 +284,7 @@ def _colu_tangent(x, spec, res, dx, x_rect=None):
         _, dr = _rect(x_rect.reshape(z.shape), spec.rectify)
         da = jnp.sum(jnp.where(head, dz, 0), axis=cax, keepdims=True)
         qt = jnp.sum(jnp.where(head, 0, dz) * z, axis=cax, keepdims=True)
-        coef = c * da - h * (inv * qt)
+        coef = c * (da - kappa * qt)
         spread = jnp.concatenate([jnp.zeros_like(coef), _spread(coef, cax, n)], axis=cax)
         return (jnp.where(head, dr * dz, w * dz) + spread * z).reshape(x.shape)
     head = 1 if spec.layout == "shared" else spec.num_cones
@@ -294,7 +297,7 @@ def _colu_tangent(x, spec, res, dx, x_rect=None):
     body, dbody = rest.reshape(bshape), drest.reshape(bshape)
     _, dr = _rect(lax.slice_in_dim(x_rect, 0, head, axis=ax), spec.rectify)
     qt = jnp.sum(dbody * body, axis=cax, keepdims=True)
-    coef = c * jnp.expand_dims(da, cax) - h * (inv * qt)
+    coef = c * (jnp.expand_dims(da, cax) - kappa * qt)
     dyb = w * dbody + _spread(coef, cax, n) * body
     return jnp.concatenate([dr * da, dyb.reshape(rest.shape)], axis=ax)
 
@@ -351,7 +354,7 @@ def rcolu_kernel(x, spec: ConeSpec):
 
 def _rcolu_tangent(x, spec, dx):
     """y_k = μ + w (x_k − μ) gives dy_k = (1 − w) dμ + w dx_k + r_k dw with
-    dw = c √S dμ − h ι ⟨r, dx⟩ (c = W'(ρ)/d, h = c ρ, ι = 1/‖r‖; ⟨r, 1⟩ = 0), written so that
+    dw = c (√S dμ − κ ⟨r, dx⟩) (c = W'(ρ)/d, κ = ρ/‖r‖; ⟨r, 1⟩ = 0), written so that
     its automatic transpose has no short-axis reductions (see the module docstring)."""
     z, cax, mu, r, *_ = _rcolu_scalars(x, spec)  # the per-cone weights go unused here
     s = spec.cone_dim
@@ -360,11 +363,11 @@ def _rcolu_tangent(x, spec, dx):
         _, _, nr, rho, d, w, dw = _rcolu_weights(z, comp_axis, spec)
         return [w, *_slopes(rho, d, dw, nr)]
 
-    w, c, h, inv = (jnp.expand_dims(t, cax) for t in _per_cone(residuals, [z], cax, 4))
+    w, c, kappa = (jnp.expand_dims(t, cax) for t in _per_cone(residuals, [z], cax, 3))
     dz = dx.reshape(z.shape)
     root_s = jnp.sqrt(jnp.asarray(s, x.dtype))
     dmu = jnp.sum(dz, axis=cax, keepdims=True) / s
-    dwt = c * root_s * dmu - h * (inv * jnp.sum(r * dz, axis=cax, keepdims=True))
+    dwt = c * (root_s * dmu - kappa * jnp.sum(r * dz, axis=cax, keepdims=True))
     dy = w * dz + _spread((1 - w) * dmu, cax, s) + r * _spread(dwt, cax, s)
     return dy.reshape(x.shape)
 
