@@ -262,3 +262,26 @@ def test_bad_inputs_raise_clear_errors():
         tnn.Isotropic(3.0)
     with pytest.raises(TypeError, match=r"`negative_slope` must be a real|'negative_slope'"):
         F.leaky_relu(jnp.ones(3), "0.1")
+
+
+def test_isotropic_second_derivatives_at_the_origin_and_elsewhere():
+    """Hessians of Σf: 0 at the origin for isotropic tanh and the sinusoid (f(x) =
+    c x + O(‖x‖³) there) and finite for the other radial forms; at a generic point equal
+    to central differences of the gradient (float64)."""
+    fs = [F.isotropic_tanh, F.isotropic_sinusoid, F.squash,
+          lambda x: F.isotropic_leaky_relu(x, 0.1, 1.0)]
+    for i, f in enumerate(fs):
+        loss = lambda x: jnp.sum(f(x) * jnp.arange(1.0, 4.0))  # noqa: B023, E731
+        h0 = np.asarray(jax.hessian(loss)(jnp.zeros(3)))
+        assert np.all(np.isfinite(h0))
+        if i < 2:
+            np.testing.assert_array_equal(h0, 0)
+        with jax.enable_x64(True):
+            x = np.array([0.3, -0.7, 0.2])
+            h = np.asarray(jax.hessian(loss)(jnp.asarray(x)))
+            g = jax.grad(loss)
+            step = 1e-6
+            fd = np.stack([(np.asarray(g(jnp.asarray(x + step * e)))
+                            - np.asarray(g(jnp.asarray(x - step * e)))) / (2 * step)
+                           for e in np.eye(3)], -1)
+        np.testing.assert_allclose(h, fd, rtol=1e-6, atol=1e-7)

@@ -106,7 +106,10 @@ def scaled_norm(x: Inexact[Array, "*b n"], then=None):
     then = then if then is not None else (lambda r, p, rs: (r, p, rs))
 
     def fast(x, s, ok):
-        rs = jnp.sqrt(s)
+        # √s with a finite derivative at s = 0, where the rules that call this (and are
+        # differentiated again for second derivatives) multiply it by ds = 0
+        positive = s > 0
+        rs = jnp.where(positive, jnp.sqrt(jnp.where(positive, s, 1)), 0)
         return then(rs, jnp.ones_like(rs), rs)
 
     def rescue(x, s, ok):
