@@ -11,3 +11,12 @@ RealLike = int | float | np.integer | np.floating
 
 INT_TYPES = (int, np.integer)
 REAL_TYPES = (int, float, np.integer, np.floating)
+
+
+def as_real(value):
+    """A static field's converter: a Python float for a Python or NumPy real number (so that
+    arithmetic with it stays weakly typed), anything else unchanged for the module's checks
+    to reject with a message that names the field."""
+    if isinstance(value, REAL_TYPES) and not isinstance(value, (bool, np.bool_)):
+        return float(value)
+    return value

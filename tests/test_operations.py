@@ -297,6 +297,12 @@ def test_binary_operations_are_finite_at_edge_cases():
     (lambda: tnn.MultiHeadSum(4, 2, gain=0.0, key=jax.random.key(0)), ValueError, "`gain`"),
     (lambda: tnn.StochasticIsotropicDropout(0.5)(jnp.ones(3), key=jax.random.key(0),
                                                  basis=jnp.eye(4)), ValueError, "`basis`"),
+    # the functional forms check their hyperparameters as the modules do
+    (lambda: tf.box_clip(jnp.array([0.5, 0.2]), -1.0), ValueError, "`bound`"),
+    (lambda: tf.box_clip(jnp.array([0.5, 0.2]), 0.0), ValueError, "`bound`"),
+    (lambda: tf.elementwise_clip(jnp.array([0.5, 0.2]), -1.0), ValueError, "`bound`"),
+    (lambda: tf.rotated_dropout(jnp.ones(2), jnp.eye(2), jnp.ones(2), rate=1.0), ValueError,
+     "`rate`"),
 ])
 def test_bad_arguments_are_named(call, err, match):
     with pytest.raises(err, match=match):
@@ -353,3 +359,17 @@ def test_multi_head_sum_cells_follow_a_non_isometric_activation():
                                f(np.linalg.solve(ap, w) @ ap, zero, x), rtol=1e-12)
     tanh = tnn.MultiHeadSum(5, 2, activation=tnn.Tanh(), key=jax.random.key(0)).taxonomy
     assert tanh.cell("probabilistic", "E").group.name == "B_n"
+
+
+def test_numpy_scalar_hyperparameters_are_accepted():
+    """Hyperparameters read from NumPy arrays (np.float32) are numbers like any other."""
+    x = jnp.array([3.0, -4.0])
+    assert tnn.Dropout(np.float32(0.5)).rate == 0.5
+    np.testing.assert_allclose(np.asarray(tnn.BoxClip(np.float32(2.0))(x)), [1.5, -2.0])
+    m = tnn.MultiHeadSum(4, 2, gain=np.float32(2.0), key=jax.random.key(0))
+    assert m.gain == 2.0
+    w = tnn.HaarOrthogonal(gain=np.float32(2.0))(jax.random.key(1), (3, 3))
+    np.testing.assert_allclose(np.asarray(w @ w.T), 4 * np.eye(3), atol=1e-5)
+    drop = tnn.CorrelatedIsotropicDropout(4, np.float32(0.5), np.float32(0.5),
+                                          step=np.float32(0.1), key=jax.random.key(2))
+    assert drop.rate == 0.5

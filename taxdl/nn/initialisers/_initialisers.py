@@ -16,6 +16,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, PRNGKeyArray
 
+from ..._types import REAL_TYPES, RealLike, as_real
 from ...groups import (
     GeneralLinear,
     Orthogonal,
@@ -30,7 +31,7 @@ from . import _functional as F
 
 
 def _check_positive(value, name: str, who: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
+    if isinstance(value, bool) or not isinstance(value, REAL_TYPES) or not (
             math.isfinite(value) and value > 0):
         raise ValueError(f"{who}: `{name}` must be a finite number > 0, got {value!r}.")
     return float(value)
@@ -72,7 +73,7 @@ class HaarOrthogonal(AbstractInitialiser):
     - `gain`: the singular value $g > 0$ of every draw (default 1).
     """
 
-    gain: float = eqx.field(static=True, default=1.0)
+    gain: RealLike = eqx.field(static=True, default=1.0, converter=as_real)
 
     taxonomy: ClassVar[Taxonomy] = _GAUSSIAN
 
@@ -97,7 +98,7 @@ class IsotropicNormal(AbstractInitialiser):
     """
 
     mode: str = eqx.field(static=True, default="fan_in")
-    gain: float = eqx.field(static=True, default=1.0)
+    gain: RealLike = eqx.field(static=True, default=1.0, converter=as_real)
 
     taxonomy: ClassVar[Taxonomy] = _GAUSSIAN
 
@@ -146,7 +147,7 @@ class GlorotUniform(AbstractInitialiser):
     isotropic initialiser, which this is not).
     """
 
-    gain: float = eqx.field(static=True, default=1.0)
+    gain: RealLike = eqx.field(static=True, default=1.0, converter=as_real)
 
     taxonomy: ClassVar[Taxonomy] = _BOX
 
@@ -168,7 +169,7 @@ class GlorotNormal(AbstractInitialiser):
     **Symmetry:** iid Gaussian: probabilistically O(n) on both sides; closure GL.
     """
 
-    gain: float = eqx.field(static=True, default=1.0)
+    gain: RealLike = eqx.field(static=True, default=1.0, converter=as_real)
 
     taxonomy: ClassVar[Taxonomy] = _GAUSSIAN
 
@@ -189,7 +190,7 @@ class HeUniform(AbstractInitialiser):
     **Symmetry:** signed permutations (Bₙ) only, like every iid uniform initialiser.
     """
 
-    gain: float = eqx.field(static=True, default=math.sqrt(2.0))
+    gain: RealLike = eqx.field(static=True, default=math.sqrt(2.0), converter=as_real)
 
     taxonomy: ClassVar[Taxonomy] = _BOX
 
@@ -210,7 +211,7 @@ class HeNormal(AbstractInitialiser):
     **Symmetry:** iid Gaussian: probabilistically O(n) on both sides; closure GL.
     """
 
-    gain: float = eqx.field(static=True, default=math.sqrt(2.0))
+    gain: RealLike = eqx.field(static=True, default=math.sqrt(2.0), converter=as_real)
 
     taxonomy: ClassVar[Taxonomy] = _GAUSSIAN
 
@@ -233,13 +234,13 @@ class TruncatedNormal(AbstractInitialiser):
     symmetric, only permutations (Sₙ) otherwise; never O(n).
     """
 
-    stddev: float = eqx.field(static=True, default=1.0)
-    lower: float = eqx.field(static=True, default=-2.0)
-    upper: float = eqx.field(static=True, default=2.0)
+    stddev: RealLike = eqx.field(static=True, default=1.0, converter=as_real)
+    lower: RealLike = eqx.field(static=True, default=-2.0, converter=as_real)
+    upper: RealLike = eqx.field(static=True, default=2.0, converter=as_real)
 
     def __check_init__(self):
         _check_positive(self.stddev, "stddev", "TruncatedNormal")
-        if not (isinstance(self.lower, (int, float)) and isinstance(self.upper, (int, float))
+        if not (isinstance(self.lower, REAL_TYPES) and isinstance(self.upper, REAL_TYPES)
                 and self.lower < self.upper):
             raise ValueError(f"TruncatedNormal: need `lower` < `upper`, got {self.lower!r} "
                              f"and {self.upper!r}.")
@@ -293,7 +294,7 @@ class QROrthogonal(AbstractInitialiser):
     - `gain`: the scale $g > 0$ (default 1).
     """
 
-    gain: float = eqx.field(static=True, default=1.0)
+    gain: RealLike = eqx.field(static=True, default=1.0, converter=as_real)
 
     taxonomy: ClassVar[Taxonomy] = _law(
         None, None, Trivial(),

@@ -11,6 +11,7 @@ import jax.numpy as jnp
 from jax import named_scope
 from jaxtyping import Array, Float
 
+from ..._types import REAL_TYPES, RealLike, as_real
 from ...groups import (
     ConformalLinear,
     MonomialAffine,
@@ -181,7 +182,7 @@ for _cls in (IsotropicMin, IsotropicMax, IsotropicMultiply, ElementwiseMin, Elem
 
 
 def _check_bound(bound, who: str) -> float:
-    if isinstance(bound, bool) or not isinstance(bound, (int, float)) or not (
+    if isinstance(bound, bool) or not isinstance(bound, REAL_TYPES) or not (
             0 < bound < float("inf")):
         raise ValueError(f"{who}: `bound` must be a finite number > 0, got {bound!r}.")
     return float(bound)
@@ -195,7 +196,7 @@ class CoordinateClip(AbstractOperation):
     **Symmetry:** algebraically Bₙ-equivariant (odd and coordinatewise).
     """
 
-    bound: float = eqx.field(static=True, default=1.0)
+    bound: RealLike = eqx.field(static=True, default=1.0, converter=as_real)
 
     taxonomy: ClassVar[Taxonomy] = _algebraic(SignedPermutation())
 
@@ -219,7 +220,7 @@ class BoxClip(AbstractOperation):
     operation is not isotropic, only free of refraction (same group as eq 59).
     """
 
-    bound: float = eqx.field(static=True, default=1.0)
+    bound: RealLike = eqx.field(static=True, default=1.0, converter=as_real)
 
     taxonomy: ClassVar[Taxonomy] = _algebraic(SignedPermutation())
 

@@ -15,6 +15,7 @@ import jax.numpy as jnp
 from jax import named_scope
 from jaxtyping import Array, Float, PRNGKeyArray
 
+from ..._types import REAL_TYPES, RealLike, as_real
 from ...groups import (
     Affine,
     Diagonal,
@@ -43,7 +44,7 @@ _FIXED_KEY = 20250102
 
 
 def _check_rate(rate, who: str, name: str = "rate") -> float:
-    if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0 <= rate < 1:
+    if isinstance(rate, bool) or not isinstance(rate, REAL_TYPES) or not 0 <= rate < 1:
         raise ValueError(f"{who}: `{name}` must be a number in [0, 1), got {rate!r}.")
     return float(rate)
 
@@ -98,7 +99,7 @@ class Dropout(AbstractOperation):
     **Arguments:** `rate` p in [0, 1), `inference` (identity when True).
     """
 
-    rate: float = eqx.field(static=True, default=0.5)
+    rate: RealLike = eqx.field(static=True, default=0.5, converter=as_real)
     inference: bool = False
 
     def __check_init__(self):
@@ -150,7 +151,7 @@ class StochasticIsotropicDropout(AbstractOperation):
     **Arguments:** `rate` p in [0, 1), `inference` (identity when True).
     """
 
-    rate: float = eqx.field(static=True, default=0.5)
+    rate: RealLike = eqx.field(static=True, default=0.5, converter=as_real)
     inference: bool = False
 
     def __check_init__(self):
@@ -261,8 +262,8 @@ class CorrelatedIsotropicDropout(AbstractOperation, eqx.nn.StatefulLayer):
     overlap: float = eqx.field(static=True)
     step: float = eqx.field(static=True)
 
-    def __init__(self, n: int, rate: float = 0.5, overlap: float | None = None,
-                 step: float = 0.1, *, key: PRNGKeyArray, inference: bool = False,
+    def __init__(self, n: int, rate: RealLike = 0.5, overlap: RealLike | None = None,
+                 step: RealLike = 0.1, *, key: PRNGKeyArray, inference: bool = False,
                  dtype=jnp.float32):
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise ValueError(f"CorrelatedIsotropicDropout: `n` must be an integer >= 1, "
@@ -270,11 +271,11 @@ class CorrelatedIsotropicDropout(AbstractOperation, eqx.nn.StatefulLayer):
         self.n = n
         self.rate = _check_rate(rate, "CorrelatedIsotropicDropout")
         overlap = self.rate if overlap is None else overlap
-        if isinstance(overlap, bool) or not isinstance(overlap, (int, float)) or not (
+        if isinstance(overlap, bool) or not isinstance(overlap, REAL_TYPES) or not (
                 0 <= overlap <= 1):
             raise ValueError(f"CorrelatedIsotropicDropout: `overlap` must be in [0, 1], got "
                              f"{overlap!r}.")
-        if isinstance(step, bool) or not isinstance(step, (int, float)) or not (
+        if isinstance(step, bool) or not isinstance(step, REAL_TYPES) or not (
                 0 <= step < float("inf")):
             raise ValueError(f"CorrelatedIsotropicDropout: `step` must be a finite number "
                              f">= 0, got {step!r}.")

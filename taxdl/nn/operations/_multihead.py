@@ -6,6 +6,7 @@ import jax.numpy as jnp
 from jax import named_scope
 from jaxtyping import Array, Float, PRNGKeyArray
 
+from ..._types import REAL_TYPES, RealLike
 from ...groups import (
     Affine,
     ConformalLinear,
@@ -37,7 +38,7 @@ def _check_int(value, name: str, who: str, minimum: int = 1) -> int:
 
 
 def _check_gain(gain, who: str) -> float:
-    if isinstance(gain, bool) or not isinstance(gain, (int, float)) or not (
+    if isinstance(gain, bool) or not isinstance(gain, REAL_TYPES) or not (
             0 < gain < float("inf")):
         raise ValueError(f"{who}: `gain` must be a finite number > 0, got {gain!r}.")
     return float(gain)
@@ -98,7 +99,7 @@ class MultiHeadSum(AbstractLayer):
     heads: int = eqx.field(static=True)
     gain: float = eqx.field(static=True)
 
-    def __init__(self, n: int, heads: int, activation=None, gain: float = 1.0, *,
+    def __init__(self, n: int, heads: int, activation=None, gain: RealLike = 1.0, *,
                  key: PRNGKeyArray, dtype=jnp.float32):
         self.n = _check_int(n, "n", "MultiHeadSum")
         self.heads = _check_int(heads, "heads", "MultiHeadSum")
@@ -107,7 +108,7 @@ class MultiHeadSum(AbstractLayer):
         if not callable(self.activation):
             raise TypeError(f"MultiHeadSum: `activation` must be callable, got "
                             f"{self.activation!r}.")
-        self.weight = gain * _normal(key, (heads, n, n), n, dtype)
+        self.weight = self.gain * _normal(key, (heads, n, n), n, dtype)
         self.bias = jnp.zeros((heads, n), dtype)
 
     @property
@@ -159,7 +160,7 @@ class MultiHeadAffineSum(AbstractLayer):
     gain: float = eqx.field(static=True)
 
     def __init__(self, in_features: int, out_features: int, heads: int,
-                 hidden: int | None = None, activation=None, gain: float = 1.0, *,
+                 hidden: int | None = None, activation=None, gain: RealLike = 1.0, *,
                  key: PRNGKeyArray, dtype=jnp.float32):
         who = "MultiHeadAffineSum"
         self.in_features = _check_int(in_features, "in_features", who)
@@ -172,7 +173,7 @@ class MultiHeadAffineSum(AbstractLayer):
             raise TypeError(f"{who}: `activation` must be callable, got {self.activation!r}.")
         k1, k2 = jax.random.split(key)
         h, k = heads, self.hidden
-        self.w_in = gain * _normal(k1, (h, k, in_features), in_features, dtype)
+        self.w_in = self.gain * _normal(k1, (h, k, in_features), in_features, dtype)
         self.b_in = jnp.zeros((h, k), dtype)
         self.w_out = _normal(k2, (h, out_features, k), k, dtype)
         self.b_out = jnp.zeros((h, out_features), dtype)
