@@ -259,8 +259,10 @@ def test_zero_constant_huge_and_tiny_inputs_are_finite(make):
     ys, gs = eqx.filter_jit(jax.vmap(lambda v: (m(v), jax.grad(lambda u: jnp.sum(m(u) ** 2))(v))))(
         xs)
     assert jnp.all(jnp.isfinite(ys)) and jnp.all(jnp.isfinite(gs))
-    # scale invariance survives huge magnitudes (no overflow of the squares)
+    # scale invariance survives huge magnitudes (no overflow of the squares), up to
+    # components near float32's maximum (1/max|x| would be flushed to 0 there)
     np.testing.assert_allclose(ys[2], ys[5], rtol=2e-5, atol=1e-6)
+    np.testing.assert_allclose(ys[4], ys[5], rtol=2e-5, atol=1e-6)
 
 
 def test_outputs_keep_the_input_dtype():
@@ -692,3 +694,44 @@ def test_chi_statistics_of_a_half_precision_batch_do_not_overflow():
     assert rho.dtype == jnp.float32 and mu.dtype == jnp.float32
     np.testing.assert_allclose(float(rho), 60000.0 * 8, rtol=1e-3)
     np.testing.assert_allclose(np.asarray(mu), 0.0, atol=1e-3)
+
+
+_EPS_NORMS = {
+    "LayerNorm": (lambda: tnn.LayerNorm(4, eps=1e-2), "centred"),
+    "ScalarLayerNorm": (lambda: tnn.ScalarLayerNorm(4, eps=1e-2), "centred"),
+    "GroupNorm": (lambda: tnn.GroupNorm(4, 1, eps=1e-2), "centred"),
+    "layer_norm": (lambda: (lambda x: tf.layer_norm(x, 1.0, 0.0, 1e-2)), "centred"),
+    "RMSNorm": (lambda: tnn.RMSNorm(4, eps=1e-2), "rms"),
+}
+
+
+def _np_eps_norm(x, kind, eps=1e-2):
+    if kind == "rms":
+        return x / np.sqrt(eps + np.mean(x * x))
+    return np_layer_norm(x, 1.0, 0.0, eps)
+
+
+@pytest.mark.parametrize("name", list(_EPS_NORMS))
+def test_eps_gradients_at_constant_and_tiny_inputs(name):
+    """With ε > 0 the map is smooth everywhere: at a constant input the Jacobian of the
+    centred forms is (I − J/n)/√ε (it was 0), and at inputs of size 1e-22 in float32,
+    where ε/max|x|² overflowed, values and gradients match the float64 formula."""
+    make, kind = _EPS_NORMS[name]
+    m = make()
+    w = np.arange(1.0, 5.0)
+    # RMSNorm: at 0 the Jacobian is I/√ε (a nonzero constant is an ordinary point)
+    for x in (np.full(4, 2.0), np.zeros(4)) if kind == "centred" else (np.zeros(4),):
+        g = np.asarray(jax.grad(lambda v: jnp.sum(jnp.asarray(w, jnp.float32) * m(v)))(
+            jnp.asarray(x, jnp.float32)))
+        want = (w - w.mean()) / 0.1 if kind == "centred" else w / 0.1
+        np.testing.assert_allclose(g, want, rtol=1e-5, atol=1e-4)
+    x = 1e-22 * np.array([0.3, -1.2, 2.0, 0.7])
+    x32 = np.asarray(x, np.float32).astype(np.float64)
+    y = np.asarray(m(jnp.asarray(x32, jnp.float32)), np.float64)
+    np.testing.assert_allclose(y, _np_eps_norm(x32, kind), rtol=1e-5, atol=0)
+    g = np.asarray(jax.grad(lambda v: jnp.sum(jnp.asarray(w, jnp.float32) * m(v)))(
+        jnp.asarray(x32, jnp.float32)), np.float64)
+    h = 1e-28
+    fd = np.array([(np.sum(w * _np_eps_norm(x32 + h * e, kind))
+                    - np.sum(w * _np_eps_norm(x32 - h * e, kind))) / (2 * h) for e in np.eye(4)])
+    np.testing.assert_allclose(g, fd, rtol=1e-4)

@@ -10,14 +10,15 @@ def safe_norm(x: Inexact[Array, "*b n"], axis: int = -1, keepdims: bool = False
               ) -> Array:
     """Euclidean norm along `axis` that neither overflows nor underflows.
 
-    The vector is divided by its largest magnitude before squaring, so |x| up to the
-    dtype's maximum is exact to rounding (a plain sum of squares overflows above ~1.8e19
+    The vector is divided by a power of two near its largest magnitude before squaring,
+    so |x| up to the dtype's maximum is exact to rounding (a plain sum of squares overflows above ~1.8e19
     in float32). The gradient at the zero vector is 0 (not NaN).
     """
     a = jnp.abs(x)
     m = jnp.max(a, axis=axis, keepdims=True)
     nonzero = m > 0
-    m_safe = jnp.where(nonzero, m, 1)
+    # a power of two near max|x|: 1/max|x| is flushed to 0 above 2¹²⁶ in float32
+    m_safe = 1 / _power_of_two_scale(jax.lax.stop_gradient(m))
     scaled = jnp.where(nonzero, x / jax.lax.stop_gradient(m_safe).astype(x.dtype), 0)
     s = jnp.sum(jnp.real(scaled * jnp.conj(scaled)), axis=axis, keepdims=True)
     s_safe = jnp.where(s > 0, s, 1)

@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from .._numerics import compute_dtype, require_floating
+from .._numerics import _power_of_two_scale, compute_dtype, require_floating
 from ..._types import INT_TYPES, IntLike, RealLike
 from ._checks import check_eps
 from ..activations._functional import isotropic_tanh
@@ -30,19 +30,38 @@ def conjugated_gain(gamma: Array, m: Array, minv: Array) -> Array:
 
 
 def _stop_max(x: Array, axis) -> Array:
-    """max|x| along `axis` (kept), gradient stopped, 1 where it is 0."""
-    m = jax.lax.stop_gradient(jnp.max(jnp.abs(x), axis=axis, keepdims=True))
-    return jnp.where(m > 0, m, 1)
+    """A power of two $m$ with $\\max|x|/m \\in [\\tfrac12, 1)$ along `axis` (kept),
+    gradient stopped, 1 where $x$ is 0. A power of two, not $\\max|x|$ itself: dividing
+    by it is exact, and XLA's CPU backend divides by multiplying with the reciprocal,
+    which is flushed to 0 for divisors above 2¹²⁶ in float32 (1/m stays a normal
+    number here)."""
+    big = jax.lax.stop_gradient(jnp.max(jnp.abs(x), axis=axis, keepdims=True))
+    return 1 / _power_of_two_scale(big)
 
 
-def _scaled_standardise(c: Array, axis, eps=0.0, reduce: str = "mean") -> Array:
-    """$c / \\sqrt{\\operatorname{reduce}(c^2) + ε}$ along `axis`, overflow-safe.
+def _inverse_root(s: Array, e: Array) -> Array:
+    """$1/\\sqrt{s + e^2}$ for $s, e \\ge 0$ without squaring $e$ (which overflows when a
+    tiny input's ε dominates: $e = \\sqrt ε / \\max|x|$), 0 where both are 0; the
+    gradient is finite everywhere."""
+    positive = s > 0
+    a = jnp.where(positive, jnp.sqrt(jnp.where(positive, s, 1)), 0)
+    hi, lo = jnp.maximum(a, e), jnp.minimum(a, e)
+    ok = hi > 0
+    hi_safe = jnp.where(ok, hi, 1)
+    t = lo / hi_safe
+    return jnp.where(ok, 1 / (hi_safe * jnp.sqrt(1 + t * t)), 0)
 
-    $c$ is divided by $m = \\max|c|$ (gradient stopped; the result does not depend on
-    $m$), so the squares cannot overflow; $ε$ (a number or an array broadcasting against
-    the reduced shape) is rescaled by $1/m^2$ accordingly. Where the denominator vanishes
-    (all-zero $c$ with $ε = 0$) the result is $0$ with a zero gradient. Computed in
-    `compute_dtype` (float32 for half precisions).
+
+def _scaled_standardise(c: Array, axis, root_eps=0.0, reduce: str = "mean") -> Array:
+    """$c / \\sqrt{\\operatorname{reduce}(c^2) + ε}$ along `axis`, overflow-safe, given
+    `root_eps` $= \\sqrt ε$ (a number or an array broadcasting against the reduced
+    shape).
+
+    $c$ is divided by a power of two $m \\approx \\max|c|$ (gradient stopped; the result
+    does not depend on $m$), so the squares cannot overflow; $\\sqrt ε$ is rescaled by
+    $1/m$ and never squared, so an ε that dominates a tiny input cannot overflow either.
+    Where the denominator vanishes (all-zero $c$ with $ε = 0$) the result is $0$ with a
+    zero gradient. Computed in `compute_dtype` (float32 for half precisions).
     """
     c = c.astype(compute_dtype(c.dtype))
     m = _stop_max(c, axis)
@@ -50,20 +69,21 @@ def _scaled_standardise(c: Array, axis, eps=0.0, reduce: str = "mean") -> Array:
     sq = u * u
     s = jnp.mean(sq, axis=axis, keepdims=True) if reduce == "mean" else jnp.sum(
         sq, axis=axis, keepdims=True)
-    s = s + (eps / m) / m
-    ok = s > 0
-    r = jnp.where(ok, jax.lax.rsqrt(jnp.where(ok, s, 1)), 0)
-    return u * r
+    return u * _inverse_root(s, root_eps / m)
 
 
 def _centred_standardise(x: Array, axis, eps=0.0) -> Array:
     """$(x - \\bar x)/\\sqrt{\\overline{(x - \\bar x)^2} + ε}$ along `axis`, computed on
-    $x/\\max|x|$ so that neither the mean nor the centred values can overflow."""
+    $x/m$ ($m$ a power of two near $\\max|x|$) so that neither the mean nor the centred
+    values can overflow. At an exactly constant input the centred values are set to 0
+    (see `_constant`) with the gradient of $x - \\bar x$ kept, so that with ε > 0 the
+    gradient there is $(I - \\tfrac1n J)/\\sqrt ε$, as it is nearby."""
     x = x.astype(compute_dtype(x.dtype))
     m = _stop_max(x, axis)
     u = x / m
-    c = jnp.where(_constant(x, axis), 0, u - jnp.mean(u, axis=axis, keepdims=True))
-    return _scaled_standardise(c, axis, (eps / m) / m)
+    centred = u - jnp.mean(u, axis=axis, keepdims=True)
+    residue = jax.lax.stop_gradient(jnp.where(_constant(x, axis), centred, 0))
+    return _scaled_standardise(centred - residue, axis, math.sqrt(eps) / m)
 
 
 def _constant(x: Array, axis) -> Array:
@@ -156,7 +176,7 @@ def rms_norm(x: Float[Array, "*b n"], gamma, eps: RealLike = 0.0) -> Float[Array
     """
     require_floating(x, "rms_norm", "x")
     eps = check_eps(eps, "rms_norm")
-    return gamma * _scaled_standardise(x, -1, eps).astype(x.dtype)
+    return gamma * _scaled_standardise(x, -1, math.sqrt(eps)).astype(x.dtype)
 
 
 def _check_groups(n: int, groups: IntLike) -> int:
@@ -268,13 +288,10 @@ def _ratio(x, mean, scale, eps):
     m = jnp.maximum(jnp.maximum(jnp.max(jnp.abs(x), axis=-1, keepdims=True),
                                 jnp.max(jnp.abs(mean), axis=-1, keepdims=True)),
                     jnp.max(jnp.abs(scale)))
-    m = jax.lax.stop_gradient(m)
-    m = jnp.where(m > 0, m, 1)
+    m = 1 / _power_of_two_scale(jax.lax.stop_gradient(m))  # see `_stop_max`
     c = x / m - mean / m
     sc = scale / m
-    denom_sq = sc * sc + (eps / m) / m
-    ok = denom_sq > 0
-    return (c * jnp.where(ok, jax.lax.rsqrt(jnp.where(ok, denom_sq, 1)), 0)).astype(dtype)
+    return (c * _inverse_root(sc * sc, math.sqrt(eps) / m)).astype(dtype)
 
 
 def chi_statistics(x: Float[Array, "b n"]) -> tuple[Float[Array, " n"], Float[Array, ""]]:
@@ -287,13 +304,11 @@ def chi_statistics(x: Float[Array, "b n"]) -> tuple[Float[Array, " n"], Float[Ar
     """
     x = x.astype(compute_dtype(x.dtype))
     dtype = x.dtype
-    m = jax.lax.stop_gradient(jnp.max(jnp.abs(x)))
-    m = jnp.where(m > 0, m, 1)
+    m = _stop_max(x, None).reshape(())
     u = x / m
     mu = jnp.mean(u, axis=0)
     c = jnp.where(jnp.all(_constant(x, 0)), 0, u - mu)
-    k = jax.lax.stop_gradient(jnp.max(jnp.abs(c)))
-    k = jnp.where(k > 0, k, 1)
+    k = _stop_max(c, None).reshape(())
     s = jnp.mean(jnp.sum((c / k) ** 2, axis=-1))
     ok = s > 0
     rms = jnp.where(ok, jnp.sqrt(jnp.where(ok, s, 1)), 0) * k * m

@@ -42,7 +42,7 @@ from ...taxonomy import (
     signature,
     transport,
 )
-from .._numerics import compute_dtype, safe_norm
+from .._numerics import _power_of_two_scale, compute_dtype, safe_norm
 from . import _functional as F
 from ..._types import IntLike, RealLike
 from ._checks import check_eps, check_input, check_momentum, check_n
@@ -72,7 +72,7 @@ def _batch_centre(x, axis_name, reduce):
     `compute_dtype` (float32 for half precisions)."""
     x = x.astype(compute_dtype(x.dtype))
     big = jax.lax.pmax(jax.lax.stop_gradient(reduce(jnp.abs(x))), axis_name)
-    big = jnp.where(big > 0, big, 1)
+    big = 1 / _power_of_two_scale(big)  # a power of two: see `_functional._stop_max`
     mean_u = jax.lax.pmean(x / big, axis_name)
     xs = jax.lax.stop_gradient(x)
     constant = jax.lax.pmax(xs, axis_name) == jax.lax.pmin(xs, axis_name)
@@ -80,7 +80,7 @@ def _batch_centre(x, axis_name, reduce):
         constant = jnp.all(constant)
     cu = jnp.where(constant, 0, x / big - mean_u)
     k = jax.lax.pmax(jax.lax.stop_gradient(reduce(jnp.abs(cu))), axis_name)
-    k = jnp.where(k > 0, k, 1)
+    k = 1 / _power_of_two_scale(k)
     return mean_u * big, cu / k, k * big
 
 
