@@ -16,5 +16,8 @@ CASES = [
     # probabilistic E cell at the closure group Sₙ (a generic γ is not closed under
     # O(n-1)): the checker reports O(n-1) as holding in law but not declarable.
     Case("LayerNorm (vector γ,β)", lambda: tnn.LayerNorm(8, "vector")),
+    # ε > 0: closure R is ±I⋉+λ1 (the standardisation is odd, γ ↦ −γ absorbs −I)
+    Case("LayerNorm (vector γ,β)", lambda: tnn.LayerNorm(8, "vector", eps=1e-3),
+         float64=False),
     Case("LayerNorm (scalar γ,β)", lambda: tnn.ScalarLayerNorm(8)),
 ]

@@ -86,8 +86,11 @@ class RMSNorm(AbstractNormaliser):
         right = Scaling(positive=True) if self.eps == 0 else None
         # ε = 0: conjugating by aS (S a signed permutation) also divides γ by |a|
         equi = Product(Scaling(), SignedPermutation()) if self.eps == 0 else SignedPermutation()
+        # closure R: per-coordinate signs leave ‖x‖ unchanged and γ ↦ Dγ absorbs them
+        # (for every ε), and with ε = 0 positive scalings are removed by the RMS
+        right_clo = Product(Scaling(positive=True), SignFlips()) if self.eps == 0 else SignFlips()
         return Taxonomy(
-            closure=(Diagonal(), Scaling() if self.eps == 0 else None, equi),
+            closure=(Diagonal(), right_clo, equi),
             probabilistic=(None, right, SignedPermutation()),
             algebraic=(None, right, SignFlips()),
             note="γ = 1 is √n x̂ (O(n)-equivariant) but rotations leave the vector-γ class"
@@ -125,7 +128,8 @@ def _(norm: RMSNorm) -> Factored:
 
 @transport.register
 def _(norm: RMSNorm, flavour, element, group) -> RMSNorm:
-    """L ($y \\mapsto Dy$, D diagonal): γ ↦ Dγ. R ($x \\mapsto ax$): γ ↦ sign(a)γ. E (signed
+    """L ($y \\mapsto Dy$, D diagonal): γ ↦ Dγ. R ($x \\mapsto aDx$, D a diagonal of signs):
+    γ ↦ sign(aD)γ. E (signed
     permutation $S$, times a scalar a with ε = 0): γ ↦ |S|⁻¹γ/|a|; for other $M$ the
     nearest diagonal
     $\\operatorname{diag}(M^{-1}\\operatorname{diag}(γ)M)$ (exact only if that is diagonal)."""
@@ -134,7 +138,7 @@ def _(norm: RMSNorm, flavour, element, group) -> RMSNorm:
     if flavour is Flavour.LEFT:
         return eqx.tree_at(lambda l: l.gamma, norm, jnp.diagonal(m) * norm.gamma)
     if flavour is Flavour.RIGHT:
-        return eqx.tree_at(lambda l: l.gamma, norm, jnp.sign(m[0, 0]) * norm.gamma)
+        return eqx.tree_at(lambda l: l.gamma, norm, jnp.sign(jnp.diagonal(m)) * norm.gamma)
     # aS: the RMS removes |a| before γ, M⁻¹ divides by a after
     gamma = F.conjugated_gain(norm.gamma, m, jnp.linalg.inv(m))
     return eqx.tree_at(lambda l: l.gamma, norm, gamma)
@@ -151,7 +155,7 @@ def _grouped_taxonomy(n: int, groups: int, eps: float, what: str) -> Taxonomy:
         right_alg = DiagonalAffine(positive=True) if eps == 0 else Translations()
     elif groups == 1:
         within = Permutation()
-        right_clo = ScaleShift() if eps == 0 else Translation()
+        right_clo = ScaleShift() if eps == 0 else signs_times(Translation())
         right_alg = ScaleShift(positive=True) if eps == 0 else Translation()
     else:
         # per-group statistics remove a shift and (ε = 0) a positive scale per group, γ

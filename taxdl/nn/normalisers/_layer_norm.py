@@ -32,9 +32,11 @@ from ...taxonomy import (
 
 
 def _ln_taxonomy(scalar: bool, eps: float) -> Taxonomy:
-    # With ε > 0, x ↦ a·x changes Var + ε, so only the translations survive on the right.
+    # With ε > 0, x ↦ a·x changes Var + ε, so only the translations survive on the right,
+    # and in closure the point reflection, which γ ↦ −γ absorbs (the standardisation is
+    # odd for every ε).
     right_alg = ScaleShift(positive=True) if eps == 0 else Translation()
-    right_clo = ScaleShift() if eps == 0 else Translation()
+    right_clo = ScaleShift() if eps == 0 else signs_times(Translation())
     # Conjugating diag(γ) by a rotation fixing 1 leaves the vector-γ class (only
     # permutations keep it diagonal), so Table 5.2's O(n−1) holds for scalar γ only.
     equi = OrthogonalComplement() if scalar else Permutation()
