@@ -735,3 +735,26 @@ def test_eps_gradients_at_constant_and_tiny_inputs(name):
     fd = np.array([(np.sum(w * _np_eps_norm(x32 + h * e, kind))
                     - np.sum(w * _np_eps_norm(x32 - h * e, kind))) / (2 * h) for e in np.eye(4)])
     np.testing.assert_allclose(g, fd, rtol=1e-4)
+
+
+def test_half_precision_running_statistics_do_not_overflow():
+    """A float16 ChiNorm's running RMS magnitude of inputs of size 5e3 (√256·5e3 = 8e4 >
+    65504) is kept in float32, so inference does not divide by an infinite scale."""
+    m = tnn.ChiNorm(256, dtype=jnp.float16, momentum=0.0)
+    state = eqx.nn.State(m)
+    xb = jnp.asarray(5e3 * rng(21).normal(size=(16, 256)), jnp.float16)
+    _, state = jax.vmap(m, in_axes=(0, None), out_axes=(0, None), axis_name="batch")(xb, state)
+    mean, rms = m.statistics(state)
+    assert np.isfinite(float(rms)) and float(rms) > 65504
+    y, _ = eqx.nn.inference_mode(m)(xb[0], state)
+    assert y.dtype == jnp.float16
+    want = np_chi(np.asarray(xb, np.float64), 1.0, 0.0, 1e-5)[0]
+    np.testing.assert_allclose(np.asarray(y, np.float64), want, rtol=2e-2, atol=2e-2)
+
+
+def test_numpy_integers_bind_sizes():
+    """Sizes read from NumPy arrays are integers like any other."""
+    m = tnn.IsotropicLayerNorm(np.int64(4), np.int64(2), key=jax.random.key(0))
+    assert (m.n, m.bottleneck) == (4, 2) and m.w_in.shape == (2, 4)
+    assert tf.chi_mean(np.int64(3)) == tf.chi_mean(3)
+    assert math.isclose(tf.chi_mean(3), 2 * math.sqrt(2 / math.pi))  # closed form, χ₃

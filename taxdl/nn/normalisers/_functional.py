@@ -240,25 +240,26 @@ def batch_norm(x: Float[Array, "b *s n"], gamma, beta, eps: RealLike = 0.0
     return gamma * _centred_standardise(x, axes, eps).astype(x.dtype) + beta
 
 
-def chi_mean(n: int) -> float:
+def chi_mean(n: IntLike) -> float:
     """The mean of the Chi distribution with `n` degrees of freedom (isotropic paper
     eq 45), $\\mathbb E\\|z\\| = \\sqrt 2\\,Γ(\\tfrac{n+1}2)/Γ(\\tfrac n2)$ for
     $z \\sim \\mathcal N(0, I_n)$; computed with log-gamma so it is exact for any n.
 
     **Symmetry:** not applicable (a constant of eq 45).
     """
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+    if isinstance(n, bool) or not isinstance(n, INT_TYPES) or n < 1:
         raise ValueError(f"`n` must be an integer >= 1, got {n!r}.")
+    n = int(n)
     return math.sqrt(2.0) * math.exp(math.lgamma((n + 1) / 2) - math.lgamma(n / 2))
 
 
-def chi_scale(n: int) -> float:
+def chi_scale(n: IntLike) -> float:
     """$\\sqrt n / \\mathbb E_{χ_n}$: the factor that maps a magnitude-standardised vector
     ($\\mathbb E\\|z\\|^2 = n$ for Gaussian data) to unit mean magnitude.
 
     **Symmetry:** not applicable (a constant).
     """
-    return math.sqrt(n) / chi_mean(n)
+    return math.sqrt(int(n)) / chi_mean(n)
 
 
 def chi_apply(x: Float[Array, "*b n"], mean: Float[Array, " n"], rms: Float[Array, ""],

@@ -5,6 +5,7 @@ from typing import ClassVar
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import named_scope
 from jaxtyping import Array, Float, PRNGKeyArray
 
@@ -28,7 +29,7 @@ from ...taxonomy import (
 )
 from ..initialisers._functional import haar_orthogonal
 from . import _functional as F
-from ..._types import IntLike
+from ..._types import INT_TYPES, IntLike
 from ._checks import check_input, check_n
 
 
@@ -159,16 +160,17 @@ class IsotropicLayerNorm(AbstractNormaliser):
     bottleneck: int = eqx.field(static=True)
     normalisation: str = eqx.field(static=True)
 
-    def __init__(self, n: IntLike, bottleneck: int | None = None, normalisation: str = "unit",
-                 *, key: PRNGKeyArray, dtype=jnp.float32):
-        self.n = check_n(n, "IsotropicLayerNorm", 2)
+    def __init__(self, n: IntLike, bottleneck: IntLike | None = None,
+                 normalisation: str = "unit", *, key: PRNGKeyArray, dtype=jnp.float32):
+        self.n = n = check_n(n, "IsotropicLayerNorm", 2)
         k = max(n - 2, 1) if bottleneck is None else bottleneck
-        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= n:
+        if isinstance(k, (bool, np.bool_)) or not isinstance(k, INT_TYPES) or not 1 <= k <= n:
             raise ValueError(f"IsotropicLayerNorm: `bottleneck` must be an integer in "
                              f"[1, n={n}], got {bottleneck!r}.")
         if normalisation not in _ISO_NORMS:
             raise ValueError(f"IsotropicLayerNorm: `normalisation` must be one of "
                              f"{_ISO_NORMS}, got {normalisation!r}.")
+        k = int(k)
         self.bottleneck, self.normalisation = k, normalisation
         self.w_in = haar_orthogonal(key, (k, n), dtype)
         self.w_out = jnp.sqrt(jnp.asarray(n, dtype)) * self.w_in.T

@@ -214,7 +214,8 @@ class ChiNorm(_AbstractDataNormaliser):
     - `eps`: ε ≥ 0 added to $ρ_B^2$ (default 1e-5).
     - `momentum`: of the running averages, in [0, 1) (default 0.99).
     - `inference`: use the running averages instead of batch statistics.
-    - `dtype`: parameter and state dtype.
+    - `dtype`: parameter dtype (the running statistics are kept in float32 for half
+      precisions).
 
     A batch of one (or of identical rows) has $ρ_B = 0$; with ε = 0 the output is then
     $\\vec β$ (never NaN).
@@ -242,8 +243,10 @@ class ChiNorm(_AbstractDataNormaliser):
         self.axis_name, self.inference = axis_name, inference
         self.gamma = jnp.ones((), dtype)
         self.beta = jnp.zeros((n,), dtype)
+        # running statistics in the compute dtype: a float16 magnitude overflows at 65504
+        stat = compute_dtype(dtype)
         self.state_index = eqx.nn.StateIndex(
-            (jnp.array(0, jnp.int32), jnp.zeros((n,), dtype), jnp.zeros((), dtype)))
+            (jnp.array(0, jnp.int32), jnp.zeros((n,), stat), jnp.zeros((), stat)))
 
     def statistics(self, state: eqx.nn.State) -> tuple[Array, Array]:
         """The running (debiased) batch mean and RMS magnitude used in inference; before
@@ -303,8 +306,10 @@ class BatchNorm(_AbstractDataNormaliser):
         self.axis_name, self.inference = axis_name, inference
         self.gamma = jnp.ones((n,), dtype)
         self.beta = jnp.zeros((n,), dtype)
+        # running statistics in the compute dtype: a float16 magnitude overflows at 65504
+        stat = compute_dtype(dtype)
         self.state_index = eqx.nn.StateIndex(
-            (jnp.array(0, jnp.int32), jnp.zeros((n,), dtype), jnp.zeros((n,), dtype)))
+            (jnp.array(0, jnp.int32), jnp.zeros((n,), stat), jnp.zeros((n,), stat)))
 
     def statistics(self, state: eqx.nn.State) -> tuple[Array, Array]:
         """Running (debiased) per-coordinate mean and standard deviation (0 and 1 before
@@ -369,7 +374,9 @@ class MagnitudeEMANorm(AbstractNormaliser, eqx.nn.StatefulLayer):
         self.axis_name, self.inference = axis_name, inference
         self.gamma = jnp.ones((), dtype)
         self.beta = jnp.zeros((n,), dtype)
-        self.state_index = eqx.nn.StateIndex((jnp.array(0, jnp.int32), jnp.zeros((), dtype)))
+        # running statistics in the compute dtype: a float16 magnitude overflows at 65504
+        stat = compute_dtype(dtype)
+        self.state_index = eqx.nn.StateIndex((jnp.array(0, jnp.int32), jnp.zeros((), stat)))
 
     def statistic(self, state: eqx.nn.State) -> Array:
         """The debiased moving magnitude $\\hat s$ (1 before any training step)."""
