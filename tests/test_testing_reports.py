@@ -277,3 +277,20 @@ def test_a_distance_that_is_zero_in_every_draw_is_jittered_at_the_outputs_scale(
     assert not two_sample_test(base, rounding, 1e-3, np.random.default_rng(1)).rejected
     out = two_sample_test(base, real, 1e-3, np.random.default_rng(1))
     assert out.rejected and out.probe.startswith("‖f(x) − f(x')‖")
+
+
+class KeyedDropout(AbstractPrimitive):
+    """A random primitive whose call needs `key`, without an `as_function` hook."""
+
+    taxonomy: ClassVar[Taxonomy] = Taxonomy(
+        closure=(None, None, Orthogonal()), probabilistic=(None, None, Orthogonal()),
+        kind="time")
+
+    def __call__(self, x, *, key=None):
+        return jax.random.bernoulli(key, 0.5, x.shape) * x * 2
+
+
+def test_a_random_primitive_without_as_function_names_the_hook():
+    with pytest.raises(NotImplementedError, match="taxdl.taxonomy.as_function") as info:
+        check(KeyedDropout(), n=4, **FAST)
+    assert "KeyedDropout" in str(info.value)

@@ -204,7 +204,15 @@ def make_context(obj, n, dtype, *, examples=50, batch=32, samples=1024, test_ele
     dt = E.complex_dtype(real) if field == "complex" else jnp.dtype(real)
     shapes = tuple(tuple(s) for s in shapes)
     f = as_function(prim)
-    out_struct = jax.eval_shape(f, *(jax.ShapeDtypeStruct(s, dt) for s in shapes))
+    try:
+        out_struct = jax.eval_shape(f, *(jax.ShapeDtypeStruct(s, dt) for s in shapes))
+    except Exception as e:
+        raise NotImplementedError(
+            f"{name}: its function cannot be called on inputs of shapes {shapes} "
+            f"({type(e).__name__}: {e}). A random primitive (one whose call needs `key`) "
+            "must register `taxdl.taxonomy.as_function`, its function at a fixed "
+            "realisation, to be checked; a primitive taking other inputs registers "
+            "`taxdl.taxonomy.signature`.") from e
     parameter_free = _parameter_free(prim)
     mems = [("the primitive", prim, f)]
     if not parameter_free:
