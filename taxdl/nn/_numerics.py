@@ -11,18 +11,13 @@ def safe_norm(x: Inexact[Array, "*b n"], axis: int = -1, keepdims: bool = False
     """Euclidean norm along `axis` that neither overflows nor underflows.
 
     The vector is divided by a power of two near its largest magnitude before squaring,
-    so |x| up to the dtype's maximum is exact to rounding (a plain sum of squares overflows above ~1.8e19
-    in float32). The gradient at the zero vector is 0 (not NaN).
+    so |x| up to the dtype's maximum is exact to rounding (a plain sum of squares
+    overflows above ~1.8e19 in float32). The gradient at the zero vector is 0 (not NaN).
     """
-    a = jnp.abs(x)
-    m = jnp.max(a, axis=axis, keepdims=True)
-    nonzero = m > 0
-    # a power of two near max|x|: 1/max|x| is flushed to 0 above 2¹²⁶ in float32
-    m_safe = 1 / _power_of_two_scale(jax.lax.stop_gradient(m))
-    scaled = jnp.where(nonzero, x / jax.lax.stop_gradient(m_safe).astype(x.dtype), 0)
+    m = power_of_two_near(jax.lax.stop_gradient(jnp.max(jnp.abs(x), axis=axis, keepdims=True)))
+    scaled = x / m.astype(x.dtype)
     s = jnp.sum(jnp.real(scaled * jnp.conj(scaled)), axis=axis, keepdims=True)
-    s_safe = jnp.where(s > 0, s, 1)
-    r = jnp.where(s > 0, jnp.sqrt(s_safe), 0) * jax.lax.stop_gradient(m_safe)
+    r = sqrt_or_zero(s) * m
     return r if keepdims else jnp.squeeze(r, axis)
 
 
@@ -38,8 +33,7 @@ def unit_and_norm(x: Inexact[Array, "*b n"]) -> tuple[Inexact[Array, "*b n"], Ar
     p = _power_of_two_scale(m)  # 1 at the origin; p and 1/p are normal numbers
     v = x * p.astype(x.dtype)
     sq = jnp.sum(jnp.real(v * jnp.conj(v)), axis=-1, keepdims=True)  # ~[1/4, 4n] unless 0
-    ok = sq > 0
-    root = jnp.where(ok, jnp.sqrt(jnp.where(ok, sq, 1)), 0)
+    root = sqrt_or_zero(sq)
     return v * inverse_or_zero(root).astype(x.dtype), (root / p)[..., 0]
 
 
@@ -78,6 +72,21 @@ def inverse_or_zero(r: Array) -> Array:
     return jnp.where(positive, 1 / jnp.where(positive, r, 1), 0)
 
 
+def sqrt_or_zero(s: Array) -> Array:
+    """$\\sqrt s$ for $s > 0$, else 0, with a gradient that is finite everywhere (√'s
+    infinite slope at 0 is never evaluated, so rules differentiated again stay finite)."""
+    positive = s > 0
+    return jnp.where(positive, jnp.sqrt(jnp.where(positive, s, 1)), 0)
+
+
+def power_of_two_near(m: Array) -> Array:
+    """A power of two $q$ with $m/q \\in [\\tfrac12, 1)$ for $m > 0$ (1 for $m = 0$),
+    clamped so that $q$ and $1/q$ are normal numbers: the divisor to scale by instead of
+    $m$ itself. Dividing by it is exact, and XLA's CPU backend divides by multiplying
+    with the reciprocal, which is flushed to 0 for divisors above 2¹²⁶ in float32."""
+    return 1 / _power_of_two_scale(m)
+
+
 def _power_of_two_scale(m: Array) -> Array:
     """A power of two $p$ with $m p \\in [\\tfrac12, 1)$ (1 for $m = 0$), clamped so that
     $p$ and $1/p$ are normal numbers."""
@@ -107,10 +116,9 @@ def scaled_norm(x: Inexact[Array, "*b n"], then=None):
     then = then if then is not None else (lambda r, p, rs: (r, p, rs))
 
     def fast(x, s, ok):
-        # √s with a finite derivative at s = 0, where the rules that call this (and are
-        # differentiated again for second derivatives) multiply it by ds = 0
-        positive = s > 0
-        rs = jnp.where(positive, jnp.sqrt(jnp.where(positive, s, 1)), 0)
+        # finite slope at s = 0, where the rules that call this (differentiated again
+        # for second derivatives) multiply it by ds = 0
+        rs = sqrt_or_zero(s)
         return then(rs, jnp.ones_like(rs), rs)
 
     def rescue(x, s, ok):

@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from .._numerics import _power_of_two_scale, compute_dtype, require_floating
+from .._numerics import compute_dtype, power_of_two_near, require_floating, sqrt_or_zero
 from ..._types import INT_TYPES, IntLike, RealLike
 from ._checks import check_eps
 from ..activations._functional import isotropic_tanh
@@ -30,21 +30,17 @@ def conjugated_gain(gamma: Array, m: Array, minv: Array) -> Array:
 
 
 def _stop_max(x: Array, axis) -> Array:
-    """A power of two $m$ with $\\max|x|/m \\in [\\tfrac12, 1)$ along `axis` (kept),
-    gradient stopped, 1 where $x$ is 0. A power of two, not $\\max|x|$ itself: dividing
-    by it is exact, and XLA's CPU backend divides by multiplying with the reciprocal,
-    which is flushed to 0 for divisors above 2¹²⁶ in float32 (1/m stays a normal
-    number here)."""
-    big = jax.lax.stop_gradient(jnp.max(jnp.abs(x), axis=axis, keepdims=True))
-    return 1 / _power_of_two_scale(big)
+    """A power of two near max|x| along `axis` (kept), gradient stopped, 1 where $x$ is
+    0 (see `power_of_two_near` in `taxdl.nn._numerics`)."""
+    return power_of_two_near(
+        jax.lax.stop_gradient(jnp.max(jnp.abs(x), axis=axis, keepdims=True)))
 
 
 def _inverse_root(s: Array, e: Array) -> Array:
     """$1/\\sqrt{s + e^2}$ for $s, e \\ge 0$ without squaring $e$ (which overflows when a
     tiny input's ε dominates: $e = \\sqrt ε / \\max|x|$), 0 where both are 0; the
     gradient is finite everywhere."""
-    positive = s > 0
-    a = jnp.where(positive, jnp.sqrt(jnp.where(positive, s, 1)), 0)
+    a = sqrt_or_zero(s)
     hi, lo = jnp.maximum(a, e), jnp.minimum(a, e)
     ok = hi > 0
     hi_safe = jnp.where(ok, hi, 1)
@@ -289,7 +285,7 @@ def _ratio(x, mean, scale, eps):
     m = jnp.maximum(jnp.maximum(jnp.max(jnp.abs(x), axis=-1, keepdims=True),
                                 jnp.max(jnp.abs(mean), axis=-1, keepdims=True)),
                     jnp.max(jnp.abs(scale)))
-    m = 1 / _power_of_two_scale(jax.lax.stop_gradient(m))  # see `_stop_max`
+    m = power_of_two_near(jax.lax.stop_gradient(m))
     c = x / m - mean / m
     sc = scale / m
     return (c * _inverse_root(sc * sc, math.sqrt(eps) / m)).astype(dtype)
@@ -311,8 +307,7 @@ def chi_statistics(x: Float[Array, "b n"]) -> tuple[Float[Array, " n"], Float[Ar
     c = jnp.where(jnp.all(_constant(x, 0)), 0, u - mu)
     k = _stop_max(c, None).reshape(())
     s = jnp.mean(jnp.sum((c / k) ** 2, axis=-1))
-    ok = s > 0
-    rms = jnp.where(ok, jnp.sqrt(jnp.where(ok, s, 1)), 0) * k * m
+    rms = sqrt_or_zero(s) * k * m
     return (mu * m).astype(dtype), rms.astype(dtype)
 
 
@@ -332,8 +327,7 @@ def batch_statistics(x: Float[Array, "b n"]) -> tuple[Float[Array, " n"], Float[
     c = jnp.where(_constant(x, 0), 0, u - mu)
     k = _stop_max(c, 0)
     s = jnp.mean((c / k) ** 2, axis=0, keepdims=True)
-    ok = s > 0
-    std = jnp.where(ok, jnp.sqrt(jnp.where(ok, s, 1)), 0) * k * m
+    std = sqrt_or_zero(s) * k * m
     return (mu * m)[0].astype(dtype), std[0].astype(dtype)
 
 

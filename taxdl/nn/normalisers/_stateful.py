@@ -42,7 +42,7 @@ from ...taxonomy import (
     signature,
     transport,
 )
-from .._numerics import _power_of_two_scale, compute_dtype, safe_norm
+from .._numerics import compute_dtype, power_of_two_near, safe_norm, sqrt_or_zero
 from . import _functional as F
 from ..._types import IntLike, RealLike
 from ._checks import check_eps, check_input, check_momentum, check_n
@@ -72,7 +72,7 @@ def _batch_centre(x, axis_name, reduce):
     `compute_dtype` (float32 for half precisions)."""
     x = x.astype(compute_dtype(x.dtype))
     big = jax.lax.pmax(jax.lax.stop_gradient(reduce(jnp.abs(x))), axis_name)
-    big = 1 / _power_of_two_scale(big)  # a power of two: see `_functional._stop_max`
+    big = power_of_two_near(big)
     mean_u = jax.lax.pmean(x / big, axis_name)
     xs = jax.lax.stop_gradient(x)
     constant = jax.lax.pmax(xs, axis_name) == jax.lax.pmin(xs, axis_name)
@@ -80,7 +80,7 @@ def _batch_centre(x, axis_name, reduce):
         constant = jnp.all(constant)
     cu = jnp.where(constant, 0, x / big - mean_u)
     k = jax.lax.pmax(jax.lax.stop_gradient(reduce(jnp.abs(cu))), axis_name)
-    k = 1 / _power_of_two_scale(k)
+    k = power_of_two_near(k)
     return mean_u * big, cu / k, k * big
 
 
@@ -94,8 +94,7 @@ def _batch_statistics(x, axis_name, who: str, per_coordinate: bool):
         s = jax.lax.pmean(c * c if per_coordinate else jnp.sum(c * c), axis_name)
     except NameError as err:
         raise NameError(_unbound(who, axis_name)) from err
-    ok = s > 0
-    return mean, jnp.where(ok, jnp.sqrt(jnp.where(ok, s, 1)), 0) * m
+    return mean, sqrt_or_zero(s) * m
 
 
 def _ema(hidden, value, momentum):
