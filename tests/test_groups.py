@@ -28,7 +28,8 @@ ALL_BOUND = [
     G.ScaleTranslation(4, positive=True), G.MonomialAffine(4), G.ConformalLinear(4),
     G.PointReflection(4), G.SignFlips(4), G.BlockPermutation(6, 2),
     G.BlockScaleShift(6, 3), G.BlockScaleShift(6, 2, positive=True),
-    G.BlockScaleShift(6, 3, scales=False),
+    G.BlockScaleShift(6, 3, scales=False), G.BlockScaleShift(6, 3, scales=False, signs=True),
+    G.BlockScaleShift(6, 1, scales=False, signs=True),
 ]
 
 
@@ -364,10 +365,41 @@ def test_subgroup_relation_matches_sampled_membership():
              (G.ScaleShift(12, positive=True), G.BlockScaleShift(12, 4, positive=True)),
              (G.Translation(8), G.BlockScaleShift(8, 4, scales=False)),
              (G.BlockScaleShift(12, 6, positive=True), G.BlockScaleShift(12, 3, positive=True)),
-             (G.BlockScaleShift(12, 4, scales=False), G.BlockScaleShift(12, 2, scales=False))]
+             (G.BlockScaleShift(12, 4, scales=False), G.BlockScaleShift(12, 2, scales=False)),
+             (G.BlockScaleShift(6, 3, scales=False), G.BlockScaleShift(6, 3, scales=False,
+                                                                       signs=True)),
+             (G.BlockScaleShift(6, 3, scales=False, signs=True), G.BlockScaleShift(6, 3)),
+             (G.BlockScaleShift(12, 6, scales=False, signs=True),
+              G.BlockScaleShift(12, 3, scales=False, signs=True)),
+             (G.BlockScaleShift(6, 3, scales=False, signs=True),
+              G.BlockScaleShift(6, 1, scales=False, signs=True)),
+             (G.Translations(6), G.BlockScaleShift(6, 1, scales=False, signs=True)),
+             (G.BlockScaleShift(6, 1, scales=False, signs=True), G.Euclidean(6)),
+             (G.BlockScaleShift(6, 1, scales=False, signs=True), G.DiagonalAffine(6)),
+             (G.PointReflection(6), G.BlockScaleShift(6, 3, scales=False, signs=True))]
     for small, big in pairs:
         assert G.is_subgroup(small, big)
         assert bool(jnp.all(big.contains(small.sample(KEY, 64), atol=1e-4))), (small.name, big.name)
+
+
+def test_a_sign_and_a_shift_per_block():
+    """(±1,+λ1)^G: each block flipped or not and shifted as a whole; neither a subgroup of
+    the shifts alone nor of the positive scales, inside the per-block scales and the
+    per-coordinate signs and shifts."""
+    g = G.BlockScaleShift(6, 3, scales=False, signs=True)
+    e = g.sample(KEY, 256)
+    d = np.asarray(jnp.diagonal(e.matrix, axis1=-2, axis2=-1)).reshape(256, 2, 3)
+    t = np.asarray(e.shift).reshape(256, 2, 3)
+    assert np.all(np.abs(d) == 1) and np.all(d == d[..., :1]) and np.all(t == t[..., :1])
+    assert {-1.0, 1.0} <= set(d[:, 0, 0]) and np.any(d[:, 0, 0] != d[:, 1, 0])
+    shifts = G.BlockScaleShift(6, 3, scales=False)
+    assert not bool(jnp.all(shifts.contains(e, atol=1e-4)))
+    assert not G.is_subgroup(g, shifts)
+    assert not G.is_subgroup(g, G.BlockScaleShift(6, 3, positive=True))
+    assert not G.is_subgroup(G.BlockScaleShift(6, 3), g)
+    for bad in ({"signs": True}, {"scales": False, "signs": True, "positive": True}):
+        with pytest.raises(ValueError, match="signs=True"):
+            G.BlockScaleShift(6, 3, **bad)
 
 
 def test_names():
@@ -392,6 +424,8 @@ def test_names():
     assert G.BlockPermutation(block=3).name == "S_3≀S_n/3"
     assert G.BlockScaleShift(12, 3, positive=True).name == "(ℝ×₊,+λ1)^4"
     assert G.BlockScaleShift(12, 3, scales=False).name == "(+λ1)^4"
+    assert G.BlockScaleShift(12, 3, scales=False, signs=True).name == "(±1,+λ1)^4"
+    assert G.BlockScaleShift(12, 1, scales=False, signs=True).name == "(±1)^12⋉ℝ^12"
     assert str(G.Product(G.Scaling(), G.Orthogonal())) == "ℝ× × O(n)"
 
 
@@ -612,7 +646,8 @@ def test_affine_hierarchy_edges():
     assert [s.name for s in G.ScaleShift(5).supergroups()] == ["ℝ×⋉ℝ^5"]
     assert [s.name for s in G.ScaleShift(5, positive=True).supergroups()] == [
         "ℝ×,+λ1", "ℝ×₊⋉ℝ^5"]
-    assert [s.name for s in G.Translations(5).supergroups()] == ["E(5)", "ℝ×₊⋉ℝ^5"]
+    assert [s.name for s in G.Translations(5).supergroups()] == [
+        "E(5)", "ℝ×₊⋉ℝ^5", "(±1)^5⋉ℝ^5"]
     assert G.Affine(5).supergroups() == ()
     # transitive consequences, and what is not included
     for small in (G.Trivial(), G.Permutation(), G.SignedPermutation(), G.Simplex(),

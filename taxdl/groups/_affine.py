@@ -212,29 +212,44 @@ class BlockScaleShift(AbstractNoncompactGroup):
     coordinates and block $k$ maps as $x_k \\mapsto a_k x_k + λ_k \\mathbf 1$, the maps
     that statistics computed per block remove (GroupNorm's groups, a mean and a scale
     each). `positive=True` keeps $a_k > 0$; `scales=False` keeps $a_k = 1$ (a shift per
-    block, "+λ1 per block"). One block of n gives (ℝ×, +λ1) / +λ1
+    block, "+λ1 per block"), and with `signs=True` as well $a_k = \\pm 1$ (a sign and a
+    shift per block, "(±1,+λ1) per block": what an odd standardisation per block with
+    ε > 0 leaves to a per-channel gain). One block of n gives (ℝ×, +λ1) / +λ1
     ([`ScaleShift`][taxdl.groups.ScaleShift], [`Translation`][taxdl.groups.Translation]);
-    blocks of one coordinate give (ℝ×)ⁿ ⋉ ℝⁿ / T(n).
+    blocks of one coordinate give (ℝ×)ⁿ ⋉ ℝⁿ / T(n) / (±1)ⁿ ⋉ ℝⁿ.
 
     Not compact: `sample` draws each $\\log|a_k|$ uniform on $[\\log\\tfrac14, \\log 4]$
-    (with a uniform random sign unless `positive`) and each $λ_k \\sim \\mathcal N(0, 1)$
-    (**not Haar**).
+    (with a uniform random sign unless `positive`; a uniform sign alone with `signs`) and
+    each $λ_k \\sim \\mathcal N(0, 1)$ (**not Haar**).
     """
 
     n: int | None = eqx.field(static=True, default=None)
     block: int = eqx.field(static=True, default=1)
     positive: bool = eqx.field(static=True, default=False)
     scales: bool = eqx.field(static=True, default=True)
+    signs: bool = eqx.field(static=True, default=False)
     symbol: ClassVar[str] = "(ℝ×,+λ1)ᴳ"
     name_template: ClassVar[str] = "{_label}"
 
     def __check_init__(self):
         check_block_group(self)
+        if self.signs and (self.scales or self.positive):
+            raise ValueError("BlockScaleShift: `signs=True` (a sign and a shift per block) "
+                             "goes with `scales=False` and `positive=False`, got "
+                             f"scales={self.scales!r}, positive={self.positive!r}.")
 
     @property
     def _label(self) -> str:
-        inner = f"{scalars_label(self)},+λ1" if self.scales else "+λ1"
-        return f"({inner})^{blocks_label(self)}"
+        count = blocks_label(self)
+        if self.scales:
+            inner = f"{scalars_label(self)},+λ1"
+        elif self.signs:
+            if self.block == 1:   # per coordinate, named like (ℝ×)ⁿ⋉ℝⁿ
+                return f"(±1)^{count}⋉ℝ^{count}"
+            inner = "±1,+λ1"
+        else:
+            inner = "+λ1"
+        return f"({inner})^{count}"
 
     def _sample(self, key, num, dtype):
         g = block_count(self)
@@ -242,8 +257,8 @@ class BlockScaleShift(AbstractNoncompactGroup):
         a = jnp.ones((num, g), dtype)
         if self.scales:
             a = log_uniform(ka, (num, g), dtype, 0.25, 4.0)
-            if not self.positive:
-                a = a * random_signs(ks, num, g, dtype)
+        if self.signs or (self.scales and not self.positive):
+            a = a * random_signs(ks, num, g, dtype)
         lam = jax.random.normal(kl, (num, g), dtype)
         return Element(diagonal_matrices(jnp.repeat(a, self.block, axis=-1), self.n, dtype),
                        jnp.repeat(lam, self.block, axis=-1))
@@ -256,7 +271,9 @@ class BlockScaleShift(AbstractNoncompactGroup):
         db, sb = per_block(d), per_block(s)
         constant = ((jnp.max(jnp.abs(db - db[..., :1]), axis=(-2, -1)) <= atol)
                     & (jnp.max(jnp.abs(sb - sb[..., :1]), axis=(-2, -1)) <= atol))
-        if not self.scales:
+        if self.signs:
+            scale_ok = jnp.max(jnp.abs(jnp.abs(d) - 1), axis=-1) <= atol
+        elif not self.scales:
             scale_ok = jnp.max(jnp.abs(d - 1), axis=-1) <= atol
         elif self.positive:
             scale_ok = jnp.all(d > atol, axis=-1)

@@ -194,12 +194,35 @@ _register(ScaleShift, lambda g: _bind(
     (ScaleShift(positive=False), ScaleTranslation(positive=True)) if g.positive
     else (ScaleTranslation(),), g.n)
     + (_finer_blocks(g.n, g.n, positive=g.positive) if g.n else ()))
-_register(Translations, lambda g: _bind((Euclidean(), ScaleTranslation(positive=True)), g.n))
-_register(BlockScaleShift, lambda g: (
-    (BlockScaleShift(g.n, g.block, positive=True), Translations(g.n)) if not g.scales
-    else (BlockScaleShift(g.n, g.block), DiagonalAffine(g.n, positive=True)) if g.positive
-    else (DiagonalAffine(g.n),))
-    + _finer_blocks(g.n, g.block, positive=g.positive, scales=g.scales))
+_register(Translations, lambda g: _bind((Euclidean(), ScaleTranslation(positive=True)), g.n)
+          + (_coordinate_signs_shifts(g.n),))
+
+
+def _coordinate_signs_shifts(n: int | None) -> BlockScaleShift:
+    """(±1)ⁿ ⋉ ℝⁿ: a sign and a shift per coordinate."""
+    return BlockScaleShift(n, 1, scales=False, signs=True)
+
+
+def _block_scale_shift_supergroups(g: BlockScaleShift) -> tuple[AbstractGroup, ...]:
+    n, b = g.n, g.block
+    finer = _finer_blocks(n, b, positive=g.positive, scales=g.scales, signs=g.signs)
+    if g.signs:
+        if b == 1:   # (±1)ⁿ ⋉ ℝⁿ: sign flips are diagonal and orthogonal
+            return (DiagonalAffine(n), Euclidean(n))
+        # per coordinate once no block size lies between
+        coordinate = () if finer else (_coordinate_signs_shifts(n),)
+        return (BlockScaleShift(n, b),) + finer + coordinate
+    if not g.scales:
+        up = (BlockScaleShift(n, b, positive=True), BlockScaleShift(n, b, scales=False, signs=True),
+              Translations(n))
+    elif g.positive:
+        up = (BlockScaleShift(n, b), DiagonalAffine(n, positive=True))
+    else:
+        up = (DiagonalAffine(n),)
+    return up + finer
+
+
+_register(BlockScaleShift, _block_scale_shift_supergroups)
 _register(Euclidean, lambda g: _bind((Affine(),), g.n))
 _register(Affine, lambda g: ())
 _register(ConeGroup, lambda g: (
@@ -428,6 +451,9 @@ def _is_subgroup(a: AbstractGroup, b: AbstractGroup) -> bool:
         return False
     if isinstance(b, Product) and any(is_subgroup(a, h) for h in b.factors):
         return True
+    if isinstance(a, PointReflection) and isinstance(b, BlockScaleShift) and b.signs:
+        return True   # −I: the sign −1 on every block (not an edge: ±I's supergroups
+        # would then include groups with translations)
     # Walk the single families above `a` (a product above it, such as ℝ×₊ × a, is
     # handled by the factor rules above; walking through it would recurse through
     # `simplify_product`).

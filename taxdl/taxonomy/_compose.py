@@ -107,6 +107,7 @@ from ..groups import (
     GeneralLinear,
     Orthogonal,
     Permutation,
+    PointReflection,
     Product,
     ScaleShift,
     Scaling,
@@ -357,8 +358,6 @@ def _(group: Scaling) -> Factorisation | None:
     """ℝ× as ℝ×₊ and ±I (c = |c| · sign c)."""
     if group.positive:
         return None
-    from ..groups import PointReflection
-
     return Factorisation((Scaling(positive=True), PointReflection()), _magnitude_then_sign)
 
 
@@ -377,7 +376,6 @@ def _(group: Product) -> Factorisation | None:
     """A product of a scalar group (ℝ×₊, ℝ×, ±I or a scale-shift) and a compact group H:
     $x ↦ c\\,Mx + t$ split as $(cI, t)$ then $M ∈ H$ (c as `Product` membership finds
     it); other products with translations as the translations then the linear part."""
-    from ..groups import PointReflection
     from ..groups._structured import scalar_of
 
     parts = group.scalar_extension((Scaling, ScaleShift, PointReflection))
@@ -506,6 +504,9 @@ def _linear_part(g: AbstractGroup) -> AbstractGroup:
         return g.linear_part()
     if isinstance(g, BlockScaleShift):
         # a scale and a shift per block: without the shifts, at least the common scale
+        # (the common sign with a sign per block)
+        if g.signs:
+            return PointReflection()
         return Scaling(positive=g.positive) if g.scales else Trivial()
     if isinstance(g, Product):
         return Product(*(_linear_part(f) for f in g.factors), n=g.n)

@@ -21,4 +21,8 @@ CASES = [
     Case("RMSNorm", lambda: tnn.RMSNorm(8, eps=1e-3), float64=False),
     Case("GroupNorm", lambda: tnn.GroupNorm(8, 2)),
     Case("InstanceNorm", lambda: tnn.InstanceNorm(8)),
+    # ε > 0: a shift per group (channel) on the right, and a sign per group (channel)
+    # in the closure R cell
+    Case("GroupNorm", lambda: tnn.GroupNorm(8, 2, eps=1e-3), float64=False),
+    Case("InstanceNorm", lambda: tnn.InstanceNorm(8, eps=1e-3), float64=False),
 ]

@@ -149,9 +149,11 @@ def _grouped_taxonomy(n: int, groups: int, eps: float, what: str) -> Taxonomy:
     c = n // groups
     if c == 1:
         # per-channel statistics remove every per-channel shift (and, with ε = 0, every
-        # positive per-channel scale; γ absorbs the signs); sign flips are harmless
+        # positive per-channel scale); the standardisation is odd per channel, so γ absorbs
+        # a sign per channel for every ε; sign flips are harmless
         within = SignedPermutation()
-        right_clo = DiagonalAffine() if eps == 0 else Translations()
+        right_clo = DiagonalAffine() if eps == 0 else BlockScaleShift(n, 1, scales=False,
+                                                                      signs=True)
         right_alg = DiagonalAffine(positive=True) if eps == 0 else Translations()
     elif groups == 1:
         within = Permutation()
@@ -159,10 +161,11 @@ def _grouped_taxonomy(n: int, groups: int, eps: float, what: str) -> Taxonomy:
         right_alg = ScaleShift(positive=True) if eps == 0 else Translation()
     else:
         # per-group statistics remove a shift and (ε = 0) a positive scale per group, γ
-        # absorbs a sign per group; permutations within each group and of the groups as
-        # blocks
+        # absorbs a sign per group (the standardisation is odd per group, for every ε);
+        # permutations within each group and of the groups as blocks
         within = BlockPermutation(n, c)
-        right_clo = BlockScaleShift(n, c) if eps == 0 else BlockScaleShift(n, c, scales=False)
+        right_clo = (BlockScaleShift(n, c) if eps == 0
+                     else BlockScaleShift(n, c, scales=False, signs=True))
         right_alg = (BlockScaleShift(n, c, positive=True) if eps == 0
                      else BlockScaleShift(n, c, scales=False))
     # Closure E: conjugating by x ↦ Mx + t, with (M, t) a map the statistics remove (the
@@ -213,14 +216,16 @@ class GroupNorm(AbstractNormaliser):
     equivariance only to permutations within each group (Sₙ for one group, Bₙ for one
     channel per group) — at closure and probabilistic level, algebraically trivial for
     a trained γ, β. Closure L: the per-channel γ, β absorb every per-channel affine map
-    ((ℝ×)ⁿ⋉ℝⁿ). Closure E: a scale and shift per group (ε = 0; a shift per group with
+    ((ℝ×)ⁿ⋉ℝⁿ). Closure E: a scale and shift per group (ε = 0; a sign and a shift per group with
     ε > 0), which the statistics remove, composed with those permutations, only rescales
     γ and moves β: the group they generate, (ℝ×,+λ1)^G × S_c≀S_G (the permutations move
     the per-group maps among the groups), and with one channel per group every monomial
     affine map, Sₙ⋉(ℝ×)ⁿ⋉ℝⁿ. The standardisation is odd, so −I also belongs to E: in law
     at the initialisation β = 0 (±I × S_c≀S_G, ±I × Sₙ for one group) and, mapping β to
-    −β, in closure with ε > 0 (±I × (+λ1)^G × S_c≀S_G; with ε = 0 the ℝ× of each group
-    contains it). With one channel per group Bₙ already contains −I.
+    −β, in closure with ε > 0, where the standardisation is odd in each group: closure R
+    is then a sign and a shift per group, (±1,+λ1)^G, and closure E S_c≀S_G⋉(±1,+λ1)^G
+    (with ε = 0 the ℝ× of each group contains the signs). With one channel per group Bₙ
+    already contains −I.
 
     **Arguments:** `n` channels, `groups` (a divisor of n), `eps` (≥ 0, default 0),
     `dtype`. Inputs have shape `(*spatial, n)`.
@@ -267,7 +272,8 @@ class InstanceNorm(AbstractNormaliser):
     ε > 0 to every per-channel shift, T(n). Closure: the
     per-channel γ, β absorb every per-channel affine map on the left, and on the right the
     statistics remove per-channel shifts and scales, the signs going into γ (ε = 0):
-    (ℝ×)ⁿ⋉ℝⁿ on both sides (T(n) on the right with ε > 0). Closure E with ε = 0: the
+    (ℝ×)ⁿ⋉ℝⁿ on both sides; on the right with ε > 0 a sign (the standardisation is odd)
+    and a shift per channel, (±1)ⁿ⋉ℝⁿ. Closure E with ε = 0: the
     monomial affine maps Sₙ⋉(ℝ×)ⁿ⋉ℝⁿ, since conjugating by $x \\mapsto PDx + t$ only
     rescales γ by $1/|d|$ and moves β; with ε > 0, the signed permutations with every
     translation, Bₙ⋉T(n).
