@@ -33,7 +33,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from .._numerics import _power_of_two_scale, inverse_or_zero, materialise
+from .._numerics import _power_of_two_scale, compute_dtype, inverse_or_zero, materialise
 
 WRITTEN_OUT_MAX = 32  # up to this many body components, sums are written out
 
@@ -378,3 +378,12 @@ def _rcolu_jvp(spec, primals, tangents):
     # with ε = 0, positively homogeneous: the Jacobian at a rescaled point
     at = _homogeneous_scale(x, spec) if spec.eps == 0 else x
     return _rcolu_impl(x, spec), _rcolu_tangent(at, spec, dx)
+
+
+@ft.partial(jax.jit, static_argnums=(1, 2))
+def apply_cones(x, spec: ConeSpec, rotated: bool = False):
+    """CoLU (RCoLU with `rotated`) of `x`, computed in its compute dtype (float32 for
+    half precisions) and returned in its dtype: compiled once per spec, shape and dtype,
+    so that a call outside `jax.jit` costs one dispatch."""
+    kernel = rcolu_kernel if rotated else colu_kernel
+    return kernel(x.astype(compute_dtype(x.dtype)), spec).astype(x.dtype)

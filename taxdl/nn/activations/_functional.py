@@ -5,7 +5,6 @@ dtype (half precisions are computed in float32) and validates its hyperparameter
 the argument and the valid range in the error.
 """
 
-import functools as ft
 from collections.abc import Callable
 
 import jax
@@ -16,7 +15,7 @@ from jaxtyping import Array, Complex, Float
 from .._numerics import compute_dtype, finite_float, inverse_or_zero, safe_norm, unit_and_norm
 from .._numerics import require_floating as _check_real
 from . import _radial as R
-from ._cone import ConeSpec, colu_kernel, rcolu_kernel
+from ._cone import ConeSpec, apply_cones
 
 __all__ = [
     # elementwise
@@ -130,7 +129,7 @@ def isotropic(x: Float[Array, "*b n"], sigma: Callable) -> Float[Array, "*b n"]:
     It must be hashable (a named function or `functools.partial`).
     """
     _check_callable(sigma, "sigma")
-    return _radial_real(x, ft.partial(R.callable_profile, sigma=sigma), "isotropic")
+    return _radial_real(x, R.bound(R.callable_profile, sigma=sigma), "isotropic")
 
 
 def isotropic_tanh(x: Float[Array, "*b n"]) -> Float[Array, "*b n"]:
@@ -151,13 +150,13 @@ def isotropic_relu(x: Float[Array, "*b n"], r0: float = 1.0, r_max: float | None
     r0 = _r0(r0)
     if r_max is not None:
         r_max = finite_float(r_max, "r_max", low=0, low_open=True)
-    return _radial_real(x, ft.partial(R.relu_profile, r0=r0, r_max=r_max), "isotropic_relu")
+    return _radial_real(x, R.bound(R.relu_profile, r0=r0, r_max=r_max), "isotropic_relu")
 
 
 def isotropic_threshold(x: Float[Array, "*b n"], r0: float = 1.0) -> Float[Array, "*b n"]:
     """Hard-threshold isotropic form (eq 18): $0$ for $\\|x\\| < R_0$, $x$ otherwise."""
     r0 = _r0(r0)
-    return _radial_real(x, ft.partial(R.threshold_profile, r0=r0), "isotropic_threshold")
+    return _radial_real(x, R.bound(R.threshold_profile, r0=r0), "isotropic_threshold")
 
 
 def _alpha(alpha):
@@ -169,7 +168,7 @@ def isotropic_leaky_relu(x: Float[Array, "*b n"], alpha: float = 0.01, r0: float
     """Isotropic leaky ReLU (eq 19): $αx$ for $\\|x\\| < R_0$, $x - (1 - α)R_0\\hat x$
     otherwise; α ∈ (0, 1), $R_0 \\ge 0$."""
     alpha, r0 = _alpha(alpha), _r0(r0)
-    return _radial_real(x, ft.partial(R.leaky_profile, alpha=alpha, r0=r0),
+    return _radial_real(x, R.bound(R.leaky_profile, alpha=alpha, r0=r0),
                         "isotropic_leaky_relu")
 
 
@@ -185,7 +184,7 @@ def isotropic_soft_relu(x: Float[Array, "*b n"], r0: float = 1.0, delta: float =
     $[R_0 - δ, R_0 + δ]$ with the φ(t) = t² blend; $0 < δ < R_0$. Beyond the window
     $f(x) = x - R_0\\hat x$ (eq 16); inside $R_0 - δ$ it is 0."""
     r0, delta = _soft(r0, delta)
-    return _radial_real(x, ft.partial(R.soft_leaky_profile, alpha=0.0, r0=r0, delta=delta),
+    return _radial_real(x, R.bound(R.soft_leaky_profile, alpha=0.0, r0=r0, delta=delta),
                         "isotropic_soft_relu")
 
 
@@ -196,14 +195,14 @@ def isotropic_soft_leaky_relu(x: Float[Array, "*b n"], alpha: float = 0.01, r0: 
     $0 < δ < R_0$. It equals eq 19 outside the window $[R_0 - δ, R_0 + δ]$."""
     alpha = _alpha(alpha)
     r0, delta = _soft(r0, delta)
-    return _radial_real(x, ft.partial(R.soft_leaky_profile, alpha=alpha, r0=r0, delta=delta),
+    return _radial_real(x, R.bound(R.soft_leaky_profile, alpha=alpha, r0=r0, delta=delta),
                         "isotropic_soft_leaky_relu")
 
 
 def isotropic_sinusoid(x: Float[Array, "*b n"], lam: float = 1.0) -> Float[Array, "*b n"]:
     """Isotropic sinusoid (eq 21): $f(x) = x + λ_m \\sin(\\|x\\|)\\,\\hat x$, λ real."""
     lam = finite_float(lam, "lam")
-    return _radial_real(x, ft.partial(R.sinusoid_profile, lam=lam), "isotropic_sinusoid")
+    return _radial_real(x, R.bound(R.sinusoid_profile, lam=lam), "isotropic_sinusoid")
 
 
 def squash(x: Float[Array, "*b n"]) -> Float[Array, "*b n"]:
@@ -326,10 +325,9 @@ def colu(x: Float[Array, "..."], cone_dim: int | None = None, num_cones: int | N
         return x
     if s == 2:
         return jax.nn.silu(x) if projection == "soft" else jax.nn.relu(x)
-    work = compute_dtype(x.dtype)
     spec = ConeSpec(s, g, "shared" if shared_axis else layout, ax, projection, eps,
                     rectify_axis)
-    return colu_kernel(x.astype(work), spec).astype(x.dtype)
+    return apply_cones(x, spec)
 
 
 def rcolu(x: Float[Array, "..."], cone_dim: int | None = None, num_cones: int | None = None, *,
@@ -350,9 +348,8 @@ def rcolu(x: Float[Array, "..."], cone_dim: int | None = None, num_cones: int | 
     s, g = resolve_cones(x.shape[ax], cone_dim, num_cones, False)
     if g == 0 or s == 1:
         return x
-    work = compute_dtype(x.dtype)
     spec = ConeSpec(s, g, "block", ax, projection, eps, None)
-    return rcolu_kernel(x.astype(work), spec).astype(x.dtype)
+    return apply_cones(x, spec, rotated=True)
 
 
 # ============================================================================ quasi-isotropic
@@ -550,7 +547,7 @@ def unitary_isotropic(x: Complex[Array, "*b n"], sigma: Callable | None = None
     if sigma is None:
         return R.radial(x, R.tanh_profile)
     _check_callable(sigma, "sigma")
-    prof = ft.partial(R.callable_profile, sigma=ft.partial(_sigma_of_square, sigma=sigma))
+    prof = R.bound(R.callable_profile, sigma=R.bound(_sigma_of_square, sigma=sigma))
     return R.radial(x, prof)
 
 

@@ -69,12 +69,27 @@ def _radial_jvp(profile, primals, tangents):
     return y, dy
 
 
+@ft.lru_cache(maxsize=512)
+def bound(fn: Callable, **params) -> Callable:
+    """`functools.partial(fn, **params)`, one object per distinct `(fn, params)`: a
+    `partial` compares by identity, so a compiled kernel keyed on a fresh one would be
+    compiled again at every call. `params` must be hashable."""
+    return ft.partial(fn, **params)
+
+
 def radial(x: Inexact[Array, "*b n"], profile: Profile) -> Inexact[Array, "*b n"]:
     """Apply $x \\mapsto σ(\\|x\\|)\\hat x$ along the last axis, σ given by `profile`.
 
     Half precisions are computed in float32; the output has the input's dtype. `profile`
-    must be hashable (a module-level function or a `functools.partial` of one).
+    must be hashable and should compare equal when its parameters do (a module-level
+    function, or one bound by `bound`): the kernel is compiled once per profile, shape and
+    dtype, so that calls outside `jax.jit` cost one dispatch.
     """
+    return _radial_compiled(x, profile)
+
+
+@ft.partial(jax.jit, static_argnums=1)
+def _radial_compiled(x, profile: Profile):
     dtype = x.dtype
     work = compute_dtype(dtype)
     if jnp.iscomplexobj(x):
