@@ -1,3 +1,4 @@
+import contextlib
 import os
 import shutil
 import tempfile
@@ -55,6 +56,39 @@ def _bounded_compiled_code():
     except ImportError:  # pragma: no cover - hypothesis not installed
         return
     relieve_map_pressure()
+
+
+_EVENTS: list[str] = []
+_RECORDING = [False]
+
+
+def _record_event(name, *args, **kwargs):
+    if _RECORDING[0]:
+        _EVENTS.append(name)
+
+
+jax.monitoring.register_event_listener(_record_event)
+jax.monitoring.register_event_duration_secs_listener(_record_event)
+
+
+@pytest.fixture
+def jax_events():
+    """A context manager collecting the names of the events JAX reports inside it
+    (tracing, lowering, compiling, cache lookups) into the list it yields."""
+
+    @contextlib.contextmanager
+    def recording():
+        _EVENTS.clear()
+        _RECORDING[0] = True
+        seen: list[str] = []
+        try:
+            yield seen
+        finally:
+            _RECORDING[0] = False
+            seen.extend(_EVENTS)
+            _EVENTS.clear()
+
+    return recording
 
 
 @pytest.fixture

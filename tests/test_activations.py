@@ -287,18 +287,6 @@ def test_isotropic_second_derivatives_at_the_origin_and_elsewhere():
         np.testing.assert_allclose(h, fd, rtol=1e-6, atol=1e-7)
 
 
-_TRACES: list[str] = []
-
-
-def _record(name, *args, **kwargs):
-    if _TRACES and _TRACES[0] == "on":
-        _TRACES.append(name)
-
-
-jax.monitoring.register_event_listener(_record)
-jax.monitoring.register_event_duration_secs_listener(_record)
-
-
 @pytest.mark.parametrize("f", [
     F.isotropic_tanh, ft.partial(F.isotropic_relu, r0=0.5, r_max=2.0),
     ft.partial(F.isotropic_leaky_relu, alpha=0.1), ft.partial(F.isotropic_threshold, r0=0.3),
@@ -306,17 +294,14 @@ jax.monitoring.register_event_duration_secs_listener(_record)
     ft.partial(F.isotropic_sinusoid, lam=0.5), F.squash, ft.partial(F.isotropic, sigma=jnp.tanh),
     ft.partial(F.colu, cone_dim=4), ft.partial(F.rcolu, cone_dim=4, projection="soft"),
 ], ids=lambda f: getattr(f, "func", f).__name__)
-def test_calls_outside_jit_are_compiled_once(f):
+def test_calls_outside_jit_are_compiled_once(f, jax_events):
     """Called outside `jax.jit` (as in a notebook), an activation is compiled once per
     shape, dtype and hyperparameters: calling it again with equal hyperparameters, passed
     afresh, traces and compiles nothing (the isotropic kernel's `lax.cond` was traced and
     compiled again at every such call, ~0.15 s for a 256 × 64 input)."""
     x = jnp.asarray(np.random.default_rng(3).normal(size=(5, 8)), jnp.float32)
     first = f(x)
-    _TRACES[:] = ["on"]
-    try:
+    with jax_events() as recorded:
         again = f(x)
-    finally:
-        recorded, _TRACES[:] = _TRACES[1:], []
     assert recorded == []
     np.testing.assert_array_equal(np.asarray(again), np.asarray(first))

@@ -217,3 +217,17 @@ def test_functional_initialisers_validate_their_scales(name, kwargs, arg):
         getattr(F, name)(jax.random.key(0), (3, 3), **kwargs)
     ok = {k: 2.0 if k != "lower" else -2.0 for k in kwargs}
     assert np.all(np.isfinite(np.asarray(getattr(F, name)(jax.random.key(0), (3, 3), **ok))))
+
+
+def test_haar_draws_outside_jit_are_compiled_once(jax_events):
+    """Building a model outside `jax.jit` draws its orthogonal weights eagerly: a second
+    draw of the same shape traces and compiles nothing (the Cholesky-QR with its
+    `lax.cond` fallback was traced again at every draw, ~0.14 s for 512 × 512)."""
+    shape = (300, 260)   # wide enough for the Cholesky-QR path
+    first = tf.haar_orthogonal(jax.random.key(0), shape, gain=2.0)
+    with jax_events() as recorded:
+        again = tf.haar_orthogonal(jax.random.key(1), shape, gain=2.0)
+    assert not any("trace" in e or "compile" in e for e in recorded), recorded
+    w = np.asarray(again, np.float64) / 2
+    np.testing.assert_allclose(w.T @ w, np.eye(260), atol=1e-4)
+    assert not np.allclose(np.asarray(first), np.asarray(again))

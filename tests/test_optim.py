@@ -199,6 +199,25 @@ def test_chain_schedule_and_no_retrace():
     assert all(leaf.dtype == jnp.float32 for leaf in jax.tree.leaves(params))
 
 
+@pytest.mark.parametrize("make", [lambda: optim.normalised_sgd(0.1),
+                                  lambda: optim.IsotropicClip(1.0).as_optax(),
+                                  lambda: optim.adasgd(1e-3)],
+                         ids=["normalised_sgd", "IsotropicClip", "adasgd"])
+def test_updates_outside_jit_are_compiled_once(make, jax_events):
+    """An update called outside `jax.jit` traces its global norm once per tree structure,
+    shapes and dtype: a second update traces and compiles nothing (the norm's `lax.cond`
+    was traced and compiled again at every step, ~0.16 s per normalised-SGD step)."""
+    tx = make()
+    params = {"w": jnp.ones((4, 3)), "b": jnp.zeros(3)}
+    grads = jax.tree.map(lambda p: p + 0.5, params)
+    state = tx.init(params)
+    first, state = tx.update(grads, state, params)
+    with jax_events() as recorded:
+        again, _ = tx.update(grads, state, params)
+    assert not any("trace" in e or "compile" in e for e in recorded), recorded
+    assert jax.tree.structure(again) == jax.tree.structure(first)
+
+
 def test_errors_name_the_argument():
     with pytest.raises(ValueError, match="`b1` must be a number in"):
         optim.adasgd(0.1, b1=1.0)

@@ -1,6 +1,7 @@
 """taxdl's own optax atoms (optax style: a NamedTuple state and a factory returning
 `init_fn`/`update_fn`), and the public optimiser factories built from them."""
 
+import functools as ft
 import numbers
 from typing import NamedTuple
 
@@ -126,6 +127,7 @@ def _global_sq_norm(tree, dtype) -> Array:
     return total
 
 
+@ft.partial(jax.jit, static_argnums=1)
 def _global_norm(tree, dtype) -> Array:
     """‖g‖₂ over every leaf (a real scalar of `dtype`), overflow- and underflow-free.
 
@@ -135,7 +137,8 @@ def _global_norm(tree, dtype) -> Array:
     largest magnitude m in the tree before squaring and the norm is m·‖g/m‖ (a `lax.cond`
     on the scalar, so the common case reads the gradient once). Without this, a float32
     gradient of norm above ~1.8e19 has an infinite norm and one below ~1e-19 a zero norm,
-    and its normalised or clipped update is 0.
+    and its normalised or clipped update is 0. Compiled once per tree structure, shapes
+    and dtype, so that an update outside `jax.jit` does not trace the `lax.cond` again.
     """
     s = _global_sq_norm(tree, dtype)
     lo, hi = sum_of_squares_bounds(dtype)

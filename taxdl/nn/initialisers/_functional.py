@@ -6,6 +6,7 @@ axis is fan-in, the second-to-last fan-out, and any leading axes index independe
 matrices. A 1-D shape `(n,)` has fan-in = fan-out = n.
 """
 
+import functools as ft
 import math
 
 import jax
@@ -143,6 +144,13 @@ def haar_orthogonal(key: PRNGKeyArray, shape, dtype=None, gain: float = 1.0) -> 
     shape = _check_shape(shape, "haar_orthogonal", 2)
     dtype = _check_dtype(dtype, "haar_orthogonal")
     gain = _positive(gain, "gain", "haar_orthogonal")
+    return _haar_orthogonal(key, shape, dtype, gain)
+
+
+@ft.partial(jax.jit, static_argnums=(1, 2, 3))
+def _haar_orthogonal(key, shape, dtype, gain):
+    # compiled once per shape, dtype and gain: called outside `jax.jit` (building a model),
+    # the Cholesky-QR and its `lax.cond` fallback are traced once, not at every draw
     *batch, m, n = shape
     tall = m >= n
     rows, cols = (m, n) if tall else (n, m)
