@@ -4,6 +4,7 @@ inputs; Jacobians against closed forms and finite differences; dtypes; bad input
 
 import functools as ft
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -305,3 +306,19 @@ def test_calls_outside_jit_are_compiled_once(f, jax_events):
         again = f(x)
     assert recorded == []
     np.testing.assert_array_equal(np.asarray(again), np.asarray(first))
+
+
+def test_isotropic_takes_a_sigma_holding_arrays():
+    """A σ that is not hashable (a module holding an array) still works: it is compiled at
+    each call instead of once. Reference: NumPy float64."""
+
+    class Scaled(eqx.Module):
+        w: jax.Array
+
+        def __call__(self, r):
+            return jnp.tanh(self.w * r)
+
+    x = np.random.default_rng(4).normal(size=(5, 8))
+    y = F.isotropic(jnp.asarray(x, jnp.float32), Scaled(jnp.asarray(2.0)))
+    np.testing.assert_allclose(np.asarray(y), _radial_np(x, lambda r: np.tanh(2 * r)),
+                               rtol=1e-5, atol=1e-6)

@@ -69,11 +69,19 @@ def _radial_jvp(profile, primals, tangents):
     return y, dy
 
 
-@ft.lru_cache(maxsize=512)
 def bound(fn: Callable, **params) -> Callable:
     """`functools.partial(fn, **params)`, one object per distinct `(fn, params)`: a
     `partial` compares by identity, so a compiled kernel keyed on a fresh one would be
-    compiled again at every call. `params` must be hashable."""
+    compiled again at every call. With unhashable `params` (a σ holding arrays), a fresh
+    `partial` (the kernel is then compiled at every call)."""
+    try:
+        return _bound(fn, **params)
+    except TypeError:
+        return ft.partial(fn, **params)
+
+
+@ft.lru_cache(maxsize=512)
+def _bound(fn: Callable, **params) -> Callable:
     return ft.partial(fn, **params)
 
 
