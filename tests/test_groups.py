@@ -397,6 +397,15 @@ def test_a_sign_and_a_shift_per_block():
     assert not G.is_subgroup(g, shifts)
     assert not G.is_subgroup(g, G.BlockScaleShift(6, 3, positive=True))
     assert not G.is_subgroup(G.BlockScaleShift(6, 3), g)
+    # with the sign flips of every coordinate in another factor, the per-coordinate signs
+    # add nothing: (±1)ⁿ⋉ℝⁿ × Bₙ is Bₙ⋉T(n), not with Sₙ
+    from taxdl.groups._hierarchy import simplify_product as simplify
+
+    coordinate = G.BlockScaleShift(6, 1, scales=False, signs=True)
+    assert G.same_group(simplify(G.Product(coordinate, G.SignedPermutation(6))),
+                        G.Product(G.Translations(6), G.SignedPermutation(6)))
+    assert G.same_group(simplify(G.Product(coordinate, G.Permutation(6))),
+                        G.Product(coordinate, G.Permutation(6)))
     for bad in ({"signs": True}, {"scales": False, "signs": True, "positive": True}):
         with pytest.raises(ValueError, match="signs=True"):
             G.BlockScaleShift(6, 3, **bad)

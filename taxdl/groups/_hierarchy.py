@@ -198,6 +198,10 @@ _register(Translations, lambda g: _bind((Euclidean(), ScaleTranslation(positive=
           + (_coordinate_signs_shifts(g.n),))
 
 
+def _is_coordinate_signs_shifts(g: AbstractGroup) -> bool:
+    return isinstance(g, BlockScaleShift) and g.signs and g.block == 1
+
+
 def _coordinate_signs_shifts(n: int | None) -> BlockScaleShift:
     """(±1)ⁿ ⋉ ℝⁿ: a sign and a shift per coordinate."""
     return BlockScaleShift(n, 1, scales=False, signs=True)
@@ -282,6 +286,10 @@ def simplify_product(group: AbstractGroup) -> AbstractGroup:
                     for f in factors)):
         # ℝ× × H = {±I} × H when ℝ×₊ ⊂ H
         factors = [PointReflection() if isinstance(f, Scaling) else f for f in factors]
+    if any(isinstance(h, SignFlips) or (not isinstance(h, BlockScaleShift)
+                                         and is_subgroup(SignFlips(), h)) for h in factors):
+        # (±1)ⁿ⋉ℝⁿ × H = T(n) × H when the sign flips ℤ₂ⁿ lie in H
+        factors = [Translations() if _is_coordinate_signs_shifts(f) else f for f in factors]
     if (len(factors) == 2 and {type(f) for f in factors} == {Scaling, Orthogonal}):
         return ConformalLinear(group.n)   # ℝ×·O(n) = ℝ×₊·O(n) (−I is orthogonal)
     kept = []
