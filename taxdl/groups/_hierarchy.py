@@ -286,8 +286,9 @@ def simplify_product(group: AbstractGroup) -> AbstractGroup:
                     for f in factors)):
         # ℝ× × H = {±I} × H when ℝ×₊ ⊂ H
         factors = [PointReflection() if isinstance(f, Scaling) else f for f in factors]
-    if any(isinstance(h, SignFlips) or (not isinstance(h, BlockScaleShift)
-                                         and is_subgroup(SignFlips(), h)) for h in factors):
+    if (any(_is_coordinate_signs_shifts(f) for f in factors)
+            and any(not _is_coordinate_signs_shifts(h) and is_subgroup(SignFlips(), h)
+                    for h in factors)):
         # (±1)ⁿ⋉ℝⁿ × H = T(n) × H when the sign flips ℤ₂ⁿ lie in H
         factors = [Translations() if _is_coordinate_signs_shifts(f) else f for f in factors]
     if (len(factors) == 2 and {type(f) for f in factors} == {Scaling, Orthogonal}):

@@ -126,7 +126,9 @@ def isotropic(x: Float[Array, "*b n"], sigma: Callable) -> Float[Array, "*b n"]:
 
     `sigma` maps an array of norms $r \\ge 0$ to $σ(r)$ elementwise; it must satisfy
     $σ(0) = 0$ and be differentiable at 0 (the Jacobian at the origin is $σ'(0) I$).
-    It must be hashable (a named function or `functools.partial`).
+    The kernel is compiled once per σ (compared as a dictionary key: the same function
+    or `functools.partial` object), shape and dtype; a σ that cannot be hashed (a module
+    holding arrays) is compiled at each call.
     """
     _check_callable(sigma, "sigma")
     return _radial_real(x, R.bound(R.callable_profile, sigma=sigma), "isotropic")
