@@ -1,5 +1,7 @@
 """Annotations for numbers a user may pass as Python or NumPy scalars (e.g. read from a
-configuration array); the functions that take them check the value and convert it."""
+configuration array), and the checks that validate such a number and convert it."""
+
+import math
 
 import numpy as np
 
@@ -20,3 +22,51 @@ def as_real(value):
     if isinstance(value, REAL_TYPES) and not isinstance(value, (bool, np.bool_)):
         return float(value)
     return value
+
+
+def _is_number(value, types) -> bool:
+    return isinstance(value, types) and not isinstance(value, (bool, np.bool_))
+
+
+def _prefix(who: str | None) -> str:
+    return f"{who}: " if who else ""
+
+
+def check_int(value, name: str, *, who: str | None = None, minimum: int = 1) -> int:
+    """`value` as a Python int when it is a Python or NumPy integer (not a bool) of at
+    least `minimum`. Otherwise a `TypeError` (not an integer) or `ValueError` (too small)
+    that names the argument, the primitive `who` and the valid range."""
+    message = (f"{_prefix(who)}`{name}` must be an integer >= {minimum}, got {value!r}.")
+    if not _is_number(value, INT_TYPES):
+        raise TypeError(message)
+    if value < minimum:
+        raise ValueError(message)
+    return int(value)
+
+
+def check_real(value, name: str, *, who: str | None = None, low=None, high=None,
+               low_open: bool = False, high_open: bool = False) -> float:
+    """`value` as a Python float when it is a finite Python or NumPy real number (not a
+    bool) within the range from `low` to `high` (each bound closed unless `*_open`; `None`
+    for no bound). Otherwise a `TypeError` (not a number) or `ValueError` (not finite or
+    out of range) that names the argument, the primitive `who` and the valid range."""
+    if low is not None and high is not None:
+        rng = f" in {'(' if low_open else '['}{low}, {high}{')' if high_open else ']'}"
+    elif low is not None:
+        rng = f" {'>' if low_open else '>='} {low}"
+    elif high is not None:
+        rng = f" {'<' if high_open else '<='} {high}"
+    else:
+        rng = ""
+    message = f"{_prefix(who)}`{name}` must be a finite number{rng}, got {value!r}."
+    if not _is_number(value, REAL_TYPES):
+        raise TypeError(message)
+    v = float(value)
+    ok = math.isfinite(v)
+    if low is not None:
+        ok &= v > low if low_open else v >= low
+    if high is not None:
+        ok &= v < high if high_open else v <= high
+    if not ok:
+        raise ValueError(message)
+    return v

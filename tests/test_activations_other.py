@@ -206,7 +206,7 @@ def test_lorentz_form_matches_numpy_and_boosts():
 
 # ============================================================================ bad input
 @pytest.mark.parametrize("call,exc,match", [
-    (lambda: tnn.QuasiIsotropic(alpha=0.0), ValueError, "`alpha` must be finite"),
+    (lambda: tnn.QuasiIsotropic(alpha=0.0), ValueError, "`alpha` must be a finite number > 0"),
     (lambda: tnn.QuasiIsotropic(beta=1.0), ValueError, "`beta` must differ from 1"),
     (lambda: tnn.LatticeIsotropic("hexagonal"), ValueError, "`lattice` must be"),
     (lambda: tnn.LatticeIsotropic("polygon"), ValueError, "integer `k` >= 3"),

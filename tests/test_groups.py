@@ -438,11 +438,11 @@ def test_names():
     assert str(G.Product(G.Scaling(), G.Orthogonal())) == "ℝ× × O(n)"
 
 
-@pytest.mark.parametrize("bad", [0, -3, True])
-def test_dimension_errors(bad):
-    with pytest.raises(ValueError, match="dimension `n` must be an integer >= 1"):
+@pytest.mark.parametrize("bad, error", [(0, ValueError), (-3, ValueError), (True, TypeError)])
+def test_dimension_errors(bad, error):
+    with pytest.raises(error, match="Orthogonal: `n` must be an integer >= 1"):
         G.Orthogonal(bad)
-    with pytest.raises(ValueError, match="dimension `n`"):
+    with pytest.raises(error, match="Permutation: `n` must be an integer >= 1"):
         G.Permutation().on(bad)
 
 
@@ -468,7 +468,7 @@ def test_cone_group_hyperparameter_errors():
         G.ConeGroup(10, cone_dim=4)
     with pytest.raises(ValueError, match="S - 1 = 3"):
         G.ConeGroup(9, cone_dim=4, shared_axis=True)
-    with pytest.raises(ValueError, match="`cone_dim` \\(S\\) must be an integer >= 2"):
+    with pytest.raises(ValueError, match="ConeGroup: `cone_dim` must be an integer >= 2"):
         G.ConeGroup(cone_dim=1)
 
 

@@ -144,5 +144,5 @@ def test_errors_name_the_argument():
         G.RotatedConeGroup(cone_dim=0)
     with pytest.raises(ValueError, match="divisible"):
         G.RotatedConeGroup(7, cone_dim=4)
-    with pytest.raises(ValueError, match="dimension `n`"):
+    with pytest.raises(ValueError, match="`n` must be an integer >= 1"):
         G.PositiveMonomial(0)

@@ -3,7 +3,11 @@
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
+import taxdl.nn as tnn
+import taxdl.nn.functional as F
+from taxdl._types import check_int, check_real
 from taxdl.nn._numerics import materialise
 
 
@@ -28,3 +32,42 @@ def test_materialise_keeps_its_loop_in_the_compiled_program():
     text = jax.jit(lambda x: materialise(jnp.exp(x)) + 1).lower(
         jnp.ones((64, 64))).compile().as_text()
     assert "while" in text
+
+
+@pytest.mark.parametrize("value, kwargs, message", [
+    (0.0, dict(low=0, low_open=True), "C: `v` must be a finite number > 0, got 0.0."),
+    (-1, dict(low=0), "C: `v` must be a finite number >= 0, got -1."),
+    (2.0, dict(high=1, high_open=True), "C: `v` must be a finite number < 1, got 2.0."),
+    (1.0, dict(low=0, high=1, high_open=True),
+     "C: `v` must be a finite number in [0, 1), got 1.0."),
+    (float("inf"), dict(), "C: `v` must be a finite number, got inf."),
+    (float("nan"), dict(low=0), "C: `v` must be a finite number >= 0, got nan."),
+])
+def test_check_real_names_the_argument_and_range(value, kwargs, message):
+    with pytest.raises(ValueError) as info:
+        check_real(value, "v", who="C", **kwargs)
+    assert str(info.value) == message
+
+
+def test_check_real_and_check_int_accept_numpy_numbers_and_reject_other_types():
+    assert check_real(np.float32(0.5), "v", low=0, high=1) == 0.5
+    assert type(check_real(np.int64(2), "v")) is float
+    assert check_int(np.int32(3), "k", minimum=3) == 3 and type(check_int(np.int64(3), "k")) is int
+    for bad in (True, np.bool_(True), "1", None, jnp.float32(1.0), 1j):
+        with pytest.raises(TypeError, match="`v` must be a finite number"):
+            check_real(bad, "v")
+    for bad in (True, 2.0, "2", np.float64(2.0)):
+        with pytest.raises(TypeError, match="K: `k` must be an integer >= 1"):
+            check_int(bad, "k", who="K")
+    with pytest.raises(ValueError, match="`k` must be an integer >= 3, got 2."):
+        check_int(2, "k", minimum=3)
+
+
+def test_functional_and_module_forms_word_the_same_error_alike():
+    """A hyperparameter rejected by a functional form and by its module gets one wording."""
+    x = jnp.ones(4)
+    with pytest.raises(ValueError, match="`bound` must be a finite number > 0, got -1.0") as f:
+        F.elementwise_clip(x, -1.0)
+    with pytest.raises(ValueError, match="`bound` must be a finite number > 0, got -1.0") as m:
+        tnn.CoordinateClip(-1.0)
+    assert str(m.value) == "CoordinateClip: " + str(f.value)

@@ -5,7 +5,8 @@ import math
 
 import numpy as np
 
-from ._tasks import IntLike, RealLike, Task, _check_int, _check_real
+from .._types import IntLike, RealLike, check_int, check_real
+from ._tasks import Task
 
 
 def levy(x: np.ndarray) -> np.ndarray:
@@ -27,10 +28,11 @@ def levy_regression(n_train: IntLike = 200, n_test: IntLike = 1000, noise: RealL
 
     **Returns:** a regression [`Task`][taxdl.data.Task] with x `(N, 1)`, y `(N, 1)`.
     """
-    n_train, n_test = _check_int("n_train", n_train, 1), _check_int("n_test", n_test, 1)
-    noise = _check_real("noise", noise, ">= 0", lambda v: v >= 0)
-    low = _check_real("low", low, "", lambda v: True)
-    high = _check_real("high", high, f"> low = {low:g}", lambda v: v > low)
+    n_train = check_int(n_train, "n_train", minimum=1)
+    n_test = check_int(n_test, "n_test", minimum=1)
+    noise = check_real(noise, "noise", low=0)
+    low = check_real(low, "low")
+    high = check_real(high, "high", low=low, low_open=True)
     rng = np.random.default_rng(seed)
     x_train = rng.uniform(low, high, (n_train, 1))
     y_train = levy(x_train) + noise * rng.standard_normal((n_train, 1))
@@ -61,8 +63,9 @@ def banana(n_train: IntLike = 400, n_test: IntLike = 2000, noise: RealLike = 0.2
     **Returns:** a classification [`Task`][taxdl.data.Task] with x `(N, 2)` float32 and
     labels `(N,)` int32 in {0, 1}, balanced.
     """
-    n_train, n_test = _check_int("n_train", n_train, 2), _check_int("n_test", n_test, 2)
-    noise = _check_real("noise", noise, ">= 0", lambda v: v >= 0)
+    n_train = check_int(n_train, "n_train", minimum=2)
+    n_test = check_int(n_test, "n_test", minimum=2)
+    noise = check_real(noise, "noise", low=0)
     rng = np.random.default_rng(seed)
 
     def draw(num):

@@ -3,11 +3,10 @@ a procedurally generated 1-D digit task, and scikit-learn's 8×8 handwritten dig
 
 import dataclasses
 import math
-import numbers
 
 import numpy as np
 
-from .._types import IntLike, RealLike
+from .._types import IntLike, RealLike, check_int, check_real
 
 TASKS = ("rotation", "digits1d", "digits")
 
@@ -41,25 +40,6 @@ class Task:
     @property
     def out_features(self) -> int:
         return self.num_classes if self.kind == "classification" else self.y_train.shape[1]
-
-
-def _check_int(name: str, value, minimum: int) -> int:
-    """`value` as a Python int when it is an integer (Python or NumPy, not bool) >= `minimum`,
-    else a ValueError naming the argument."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral) \
-            or value < minimum:
-        raise ValueError(f"`{name}` must be an integer >= {minimum}, got {value!r}.")
-    return int(value)
-
-
-def _check_real(name: str, value, what: str, ok) -> float:
-    """`value` as a finite Python float for which `ok(value)` holds, else a ValueError
-    naming the argument and `what` it must be."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real) \
-            or not math.isfinite(value) or not ok(float(value)):
-        raise ValueError(f"`{name}` must be a finite number{' ' + what if what else ''}, "
-                         f"got {value!r}.")
-    return float(value)
 
 
 # ----------------------------------------------------------------------- rotation
@@ -99,14 +79,13 @@ def hemisphere_rotation(n_polar: IntLike = 16, n_azimuth: IntLike = 48,
     **Returns:** a regression [`Task`][taxdl.data.Task]; `extras` holds `rotation` (3×3)
     and `rings` (a few latitude circles, shape (rings, points, 3), for plots).
     """
-    cap_angle = _check_real("cap_angle", cap_angle, "in (0, 180] degrees",
-                            lambda v: 0 < v <= 180)
-    n_polar, n_azimuth, n_test = (_check_int(name, value, 2) for name, value in (
+    cap_angle = check_real(cap_angle, "cap_angle", low=0, high=180, low_open=True)
+    n_polar, n_azimuth, n_test = (check_int(value, name, minimum=2) for name, value in (
         ("n_polar", n_polar), ("n_azimuth", n_azimuth), ("n_test", n_test)))
     if np.ndim(angles) != 1 or np.size(angles) != 3:
         raise ValueError(f"`angles` must be three rotation angles in degrees (about x, y, z), "
                          f"got {angles!r}.")
-    angles = tuple(_check_real("angles", a, "in degrees", lambda v: True) for a in angles)
+    angles = tuple(check_real(a, "angles") for a in angles)
     edge = math.radians(cap_angle)
     r = rotation_matrix(angles)
     polar, azimuth = np.meshgrid(np.linspace(0.0, edge, n_polar),
@@ -170,9 +149,10 @@ def digits_1d(n_train: IntLike = 4000, n_test: IntLike = 1000, length: IntLike =
     **Returns:** a classification [`Task`][taxdl.data.Task] with 10 classes; inputs are
     standardised with the training statistics.
     """
-    n_train, n_test = _check_int("n_train", n_train, 10), _check_int("n_test", n_test, 10)
-    length = _check_int("length", length, 16)
-    noise = _check_real("noise", noise, ">= 0", lambda v: v >= 0)
+    n_train = check_int(n_train, "n_train", minimum=10)
+    n_test = check_int(n_test, "n_test", minimum=10)
+    length = check_int(length, "length", minimum=16)
+    noise = check_real(noise, "noise", low=0)
     rng = np.random.default_rng(seed)
     templates = _templates()
     num = n_train + n_test
@@ -208,8 +188,8 @@ def sklearn_digits(test_fraction: RealLike = 0.2, seed: int = 0) -> Task:
 
     Raises `ImportError` with the install command when scikit-learn is missing.
     """
-    test_fraction = _check_real("test_fraction", test_fraction, "in (0, 1)",
-                                lambda v: 0 < v < 1)
+    test_fraction = check_real(test_fraction, "test_fraction", low=0, high=1, low_open=True,
+                               high_open=True)
     try:
         from sklearn.datasets import load_digits
     except ImportError:

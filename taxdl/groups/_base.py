@@ -21,7 +21,7 @@ import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float, Inexact, PRNGKeyArray, Shaped
 
 from .._compile import SMALL_PROGRAM_OPTIONS
-from .._types import INT_TYPES, IntLike
+from .._types import IntLike, check_int
 
 
 
@@ -134,9 +134,7 @@ class AbstractGroup(eqx.Module):
         it follows the distribution documented on the concrete class.
         """
         self._require_n()
-        if isinstance(num, bool) or not isinstance(num, INT_TYPES) or num < 1:
-            raise ValueError(f"`num` must be a positive integer, got {num!r}.")
-        num = int(num)
+        num = check_int(num, "num", who=f"{type(self).__name__}.sample")
         dtype = jnp.dtype(dtype)
         if not jnp.issubdtype(dtype, jnp.inexact):
             raise TypeError(f"{self.name}: `dtype` must be a floating or complex dtype "
@@ -330,8 +328,7 @@ def _both_inexact(a, b) -> bool:
 
 
 def _check_dimension(n, who: str) -> None:
-    if isinstance(n, bool) or not isinstance(n, INT_TYPES) or n < 1:
-        raise ValueError(f"{who}: the dimension `n` must be an integer >= 1, got {n!r}.")
+    check_int(n, "n", who=who)
 
 
 def block_count(group: AbstractGroup) -> int:
@@ -346,8 +343,7 @@ def block_count(group: AbstractGroup) -> int:
 def check_block_group(group: AbstractGroup) -> None:
     """Validate a block group's `block` and, when bound, that it divides `n`."""
     who, block = type(group).__name__, group.block
-    if isinstance(block, bool) or not isinstance(block, int) or block < 1:
-        raise ValueError(f"{who}: `block` must be an integer >= 1, got {block!r}.")
+    check_int(block, "block", who=who)
     if group.n is not None:
         _check_dimension(group.n, who)
         block_count(group)

@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array
 
-from .._types import IntLike
+from .._types import IntLike, check_int
 from ._base import (
     AbstractCompactGroup,
     AbstractGroup,
@@ -45,8 +45,7 @@ class Dihedral(AbstractCompactGroup):
     field: ClassVar[str] = "real"
 
     def __check_init__(self):
-        if isinstance(self.k, bool) or not isinstance(self.k, int) or self.k < 1:
-            raise ValueError(f"Dihedral: `k` must be an integer >= 1, got {self.k!r}.")
+        check_int(self.k, "k", who="Dihedral")
         if self.n is not None and self.n != 2:
             raise ValueError(f"Dihedral acts on ℝ² only: `n` must be 2, got {self.n!r}.")
 
@@ -313,8 +312,7 @@ def scalar_of(element, scalar: AbstractGroup, group: AbstractGroup, atol):
 
 # ============================================================== CoLU cone group
 def check_cone_dim(s, who: str, minimum: int) -> None:
-    if isinstance(s, bool) or not isinstance(s, int) or s < minimum:
-        raise ValueError(f"{who}: `cone_dim` (S) must be an integer >= {minimum}, got {s!r}.")
+    check_int(s, "cone_dim", who=who, minimum=minimum)
 
 
 def cones_in_blocks(n: int, s: int, who: str) -> int:

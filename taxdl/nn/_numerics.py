@@ -2,7 +2,6 @@
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from jaxtyping import Array, Inexact
 
 
@@ -162,26 +161,3 @@ def materialise(x: Array) -> Array:
 @materialise.defjvp
 def _materialise_jvp(primals, tangents):
     return materialise(primals[0]), tangents[0]
-
-
-def finite_float(value, name: str, *, low=None, high=None, low_open=False,
-                 high_open=False) -> float:
-    """Validate a real hyperparameter: a finite Python/NumPy number within a range.
-
-    Raises `TypeError` for non-numbers and `ValueError` (naming `name` and the valid range)
-    for non-finite or out-of-range values.
-    """
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise TypeError(f"`{name}` must be a real number, got {value!r}.")
-    value = float(value)
-    lo_b = "(" if low_open else "["
-    hi_b = ")" if high_open else "]"
-    rng = f"{lo_b}{'-inf' if low is None else low}, {'inf' if high is None else high}{hi_b}"
-    bad = not np.isfinite(value)
-    if low is not None:
-        bad |= value <= low if low_open else value < low
-    if high is not None:
-        bad |= value >= high if high_open else value > high
-    if bad:
-        raise ValueError(f"`{name}` must be finite and in {rng}, got {value!r}.")
-    return value

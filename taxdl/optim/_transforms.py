@@ -14,6 +14,7 @@ from jaxtyping import Array, Int
 
 from optax import tree_utils as otu
 
+from .._types import check_real
 from ..nn._numerics import sum_of_squares_bounds
 
 
@@ -33,27 +34,21 @@ def _scalar(value, name: str, who: str, rng: str):
         if isinstance(value, jax.core.Tracer):
             return None
         return float(value)
-    raise ValueError(f"{who}: `{name}` must be a number in {rng}, got {value!r}.")
+    raise TypeError(f"{who}: `{name}` must be a finite number {rng}, got {value!r}.")
 
 
 def _check_unit(value, name: str, who: str, closed: bool = False):
-    rng = "[0, 1]" if closed else "[0, 1)"
-    v = _scalar(value, name, who, rng)
+    v = _scalar(value, name, who, "in [0, 1]" if closed else "in [0, 1)")
     if v is None:
         return value
-    if not (0 <= v <= 1 if closed else 0 <= v < 1):
-        raise ValueError(f"{who}: `{name}` must be a number in {rng}, got {value!r}.")
-    return v
+    return check_real(v, name, who=who, low=0, high=1, high_open=not closed)
 
 
 def _check_nonneg(value, name: str, who: str, positive: bool = False):
-    bound = "> 0" if positive else ">= 0"
-    v = _scalar(value, name, who, f"{bound} (finite)")
+    v = _scalar(value, name, who, "> 0" if positive else ">= 0")
     if v is None:
         return value
-    if not ((v > 0 if positive else v >= 0) and v < float("inf")):
-        raise ValueError(f"{who}: `{name}` must be a finite number {bound}, got {value!r}.")
-    return v
+    return check_real(v, name, who=who, low=0, low_open=positive)
 
 
 def _check_learning_rate(value, who: str):
@@ -61,7 +56,7 @@ def _check_learning_rate(value, who: str):
         return value
     try:
         return _check_nonneg(value, "learning_rate", who)
-    except ValueError:
+    except (TypeError, ValueError):
         raise ValueError(f"{who}: `learning_rate` must be a finite number >= 0 or an optax "
                          f"schedule (a callable of the step count), got {value!r}.") from None
 

@@ -2,7 +2,6 @@
 
 import equinox as eqx
 import jax.numpy as jnp
-import numpy as np
 from jax import named_scope
 from jaxtyping import Array, Float
 
@@ -14,7 +13,7 @@ from ...groups import (
     RotatedConeGroup,
 )
 from ...taxonomy import AbstractActivation, Signature, Taxonomy, as_function, register, signature
-from .._numerics import finite_float
+from ..._types import check_real
 from . import _functional as F
 from ._common import fixed
 
@@ -25,13 +24,6 @@ def _check_choice(value, name, options):
     if value not in options:
         raise ValueError(f"`{name}` must be one of {', '.join(map(repr, options))}, got "
                          f"{value!r}.")
-
-
-def _check_int(value, name, low) -> int | None:
-    if value is not None and (isinstance(value, (bool, np.bool_))
-                              or not isinstance(value, (int, np.integer)) or value < low):
-        raise ValueError(f"`{name}` must be an integer >= {low}, got {value!r}.")
-    return None if value is None else int(value)
 
 
 def _check_axis(axis):
@@ -47,12 +39,12 @@ def _check_cones(cone_dim, num_cones, channels, projection, axis, eps
         cone_dim = 4
     if cone_dim is not None and num_cones is not None:
         raise ValueError("give exactly one of `cone_dim` (S) and `num_cones` (G).")
-    cone_dim = _check_int(cone_dim, "cone_dim", 1)
-    num_cones = _check_int(num_cones, "num_cones", 0)
-    channels = _check_int(channels, "channels", 1)
+    cone_dim = F._int_or_none(cone_dim, "cone_dim", 1)
+    num_cones = F._int_or_none(num_cones, "num_cones", 0)
+    channels = F._int_or_none(channels, "channels", 1)
     _check_choice(projection, "projection", _PROJECTIONS)
     _check_axis(axis)
-    return cone_dim, num_cones, channels, finite_float(eps, "eps", low=0)
+    return cone_dim, num_cones, channels, check_real(eps, "eps", low=0)
 
 
 def _resolved(prim, channels: int | None, shared_axis: bool) -> tuple[int, int]:

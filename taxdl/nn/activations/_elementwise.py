@@ -15,7 +15,7 @@ from jaxtyping import Array, Float
 
 from ...groups import Permutation, PositiveMonomial, SignedPermutation
 from ...taxonomy import AbstractActivation, Taxonomy, register
-from .._numerics import finite_float
+from ..._types import check_real
 from . import _functional as F
 from ._common import fixed
 
@@ -60,7 +60,7 @@ class LeakyReLU(AbstractActivation):
     taxonomy: ClassVar[Taxonomy] = _PM
 
     def __check_init__(self):
-        finite_float(self.negative_slope, "negative_slope", low=0, high=1, high_open=True)
+        check_real(self.negative_slope, "negative_slope", low=0, high=1, high_open=True)
 
     @named_scope("taxdl.LeakyReLU")
     def __call__(self, x: Float[Array, "*b n"], *, key=None) -> Float[Array, "*b n"]:
@@ -83,7 +83,7 @@ class ELU(AbstractActivation):
     taxonomy: ClassVar[Taxonomy] = _S
 
     def __check_init__(self):
-        finite_float(self.alpha, "alpha", low=0, low_open=True)
+        check_real(self.alpha, "alpha", low=0, low_open=True)
 
     @named_scope("taxdl.ELU")
     def __call__(self, x: Float[Array, "*b n"], *, key=None) -> Float[Array, "*b n"]:

@@ -12,8 +12,9 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Complex, Float
 
-from .._numerics import compute_dtype, finite_float, inverse_or_zero, safe_norm, unit_and_norm
-from .._numerics import require_floating as _check_real
+from ..._types import check_int, check_real
+from .._numerics import (compute_dtype, inverse_or_zero, require_floating, safe_norm,
+                         unit_and_norm)
 from . import _radial as R
 from ._cone import ConeSpec, apply_cones
 
@@ -52,27 +53,27 @@ def _check_callable(sigma, name: str):
 # ============================================================================ elementwise
 def relu(x: Float[Array, "*b n"]) -> Float[Array, "*b n"]:
     """$\\max(x, 0)$ elementwise."""
-    _check_real(x, "relu")
+    require_floating(x, "relu")
     return jax.nn.relu(x)
 
 
 def leaky_relu(x: Float[Array, "*b n"], negative_slope: float = 0.01) -> Float[Array, "*b n"]:
     """$x$ for $x \\ge 0$, $a x$ otherwise, elementwise, with slope $a$ in [0, 1)."""
-    _check_real(x, "leaky_relu")
-    a = finite_float(negative_slope, "negative_slope", low=0, high=1, high_open=True)
+    require_floating(x, "leaky_relu")
+    a = check_real(negative_slope, "negative_slope", low=0, high=1, high_open=True)
     return jnp.where(x >= 0, x, x * jnp.asarray(a, x.dtype))
 
 
 def elu(x: Float[Array, "*b n"], alpha: float = 1.0) -> Float[Array, "*b n"]:
     """$x$ for $x > 0$, $α(e^x - 1)$ otherwise, elementwise, α > 0."""
-    _check_real(x, "elu")
-    a = finite_float(alpha, "alpha", low=0, low_open=True)
+    require_floating(x, "elu")
+    a = check_real(alpha, "alpha", low=0, low_open=True)
     return jax.nn.elu(x, jnp.asarray(a, x.dtype))
 
 
 def gelu(x: Float[Array, "*b n"], approximate: bool = False) -> Float[Array, "*b n"]:
     """$x\\,Φ(x)$ elementwise (tanh approximation when `approximate`)."""
-    _check_real(x, "gelu")
+    require_floating(x, "gelu")
     if not isinstance(approximate, bool):
         raise TypeError(f"`approximate` must be a bool, got {approximate!r}.")
     return jax.nn.gelu(x, approximate=approximate)
@@ -80,43 +81,43 @@ def gelu(x: Float[Array, "*b n"], approximate: bool = False) -> Float[Array, "*b
 
 def silu(x: Float[Array, "*b n"]) -> Float[Array, "*b n"]:
     """$x\\,\\mathrm{sigmoid}(x)$ elementwise."""
-    _check_real(x, "silu")
+    require_floating(x, "silu")
     return jax.nn.silu(x)
 
 
 def softplus(x: Float[Array, "*b n"]) -> Float[Array, "*b n"]:
     """$\\log(1 + e^x)$ elementwise."""
-    _check_real(x, "softplus")
+    require_floating(x, "softplus")
     return jax.nn.softplus(x)
 
 
 def sigmoid(x: Float[Array, "*b n"]) -> Float[Array, "*b n"]:
     """$1/(1 + e^{-x})$ elementwise."""
-    _check_real(x, "sigmoid")
+    require_floating(x, "sigmoid")
     return jax.nn.sigmoid(x)
 
 
 def tanh(x: Float[Array, "*b n"]) -> Float[Array, "*b n"]:
     """Elementwise tanh, $f(x) = \\sum_i \\tanh(x \\cdot \\hat e_i)\\hat e_i$."""
-    _check_real(x, "tanh")
+    require_floating(x, "tanh")
     return jnp.tanh(x)
 
 
 def hard_tanh(x: Float[Array, "*b n"]) -> Float[Array, "*b n"]:
     """$\\max(\\min(x, 1), -1)$ elementwise (isotropic paper eq 59)."""
-    _check_real(x, "hard_tanh")
+    require_floating(x, "hard_tanh")
     return jnp.clip(x, -1, 1)
 
 
 def sin(x: Float[Array, "*b n"]) -> Float[Array, "*b n"]:
     """$\\sin x$ elementwise."""
-    _check_real(x, "sin")
+    require_floating(x, "sin")
     return jnp.sin(x)
 
 
 # ============================================================================ isotropic
 def _radial_real(x, profile, who):
-    _check_real(x, who)
+    require_floating(x, who)
     return R.radial(x, profile)
 
 
@@ -141,7 +142,7 @@ def isotropic_tanh(x: Float[Array, "*b n"]) -> Float[Array, "*b n"]:
 
 
 def _r0(r0):
-    return finite_float(r0, "r0", low=0)
+    return check_real(r0, "r0", low=0)
 
 
 def isotropic_relu(x: Float[Array, "*b n"], r0: float = 1.0, r_max: float | None = None
@@ -151,7 +152,7 @@ def isotropic_relu(x: Float[Array, "*b n"], r0: float = 1.0, r_max: float | None
     $R_\\infty > 0$."""
     r0 = _r0(r0)
     if r_max is not None:
-        r_max = finite_float(r_max, "r_max", low=0, low_open=True)
+        r_max = check_real(r_max, "r_max", low=0, low_open=True)
     return _radial_real(x, R.bound(R.relu_profile, r0=r0, r_max=r_max), "isotropic_relu")
 
 
@@ -162,7 +163,7 @@ def isotropic_threshold(x: Float[Array, "*b n"], r0: float = 1.0) -> Float[Array
 
 
 def _alpha(alpha):
-    return finite_float(alpha, "alpha", low=0, high=1, low_open=True, high_open=True)
+    return check_real(alpha, "alpha", low=0, high=1, low_open=True, high_open=True)
 
 
 def isotropic_leaky_relu(x: Float[Array, "*b n"], alpha: float = 0.01, r0: float = 1.0
@@ -175,8 +176,8 @@ def isotropic_leaky_relu(x: Float[Array, "*b n"], alpha: float = 0.01, r0: float
 
 
 def _soft(r0, delta):
-    r0 = finite_float(r0, "r0", low=0, low_open=True)
-    delta = finite_float(delta, "delta", low=0, high=r0, low_open=True, high_open=True)
+    r0 = check_real(r0, "r0", low=0, low_open=True)
+    delta = check_real(delta, "delta", low=0, high=r0, low_open=True, high_open=True)
     return r0, delta
 
 
@@ -203,7 +204,7 @@ def isotropic_soft_leaky_relu(x: Float[Array, "*b n"], alpha: float = 0.01, r0: 
 
 def isotropic_sinusoid(x: Float[Array, "*b n"], lam: float = 1.0) -> Float[Array, "*b n"]:
     """Isotropic sinusoid (eq 21): $f(x) = x + λ_m \\sin(\\|x\\|)\\,\\hat x$, λ real."""
-    lam = finite_float(lam, "lam")
+    lam = check_real(lam, "lam")
     return _radial_real(x, R.bound(R.sinusoid_profile, lam=lam), "isotropic_sinusoid")
 
 
@@ -219,12 +220,8 @@ _LAYOUTS = ("block", "axes_first")
 _RECTIFY = (None, "relu", "silu")
 
 
-def _int_or_none(value, name, low):
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-        raise ValueError(f"`{name}` must be an integer >= {low}, got {value!r}.")
-    return int(value)
+def _int_or_none(value, name: str, low: int) -> int | None:
+    return None if value is None else check_int(value, name, minimum=low)
 
 
 def resolve_cones(channels: int, cone_dim: int | None = None, num_cones: int | None = None,
@@ -314,14 +311,14 @@ def colu(x: Float[Array, "..."], cone_dim: int | None = None, num_cones: int | N
 
     **Returns:** an array of the input's shape and dtype.
     """
-    _check_real(x, "colu")
+    require_floating(x, "colu")
     ax = _axis(axis, x.ndim, "colu")
     _choice(projection, "projection", _PROJECTIONS)
     _choice(layout, "layout", _LAYOUTS)
     _choice(rectify_axis, "rectify_axis", _RECTIFY)
     if not isinstance(shared_axis, bool):
         raise TypeError(f"`shared_axis` must be a bool, got {shared_axis!r}.")
-    eps = finite_float(eps, "eps", low=0)
+    eps = check_real(eps, "eps", low=0)
     s, g = resolve_cones(x.shape[ax], cone_dim, num_cones, shared_axis)
     if g == 0 or s == 1:
         return x
@@ -343,10 +340,10 @@ def rcolu(x: Float[Array, "..."], cone_dim: int | None = None, num_cones: int | 
     sharing is the single cone $G = 1$ ($e = \\mathbf 1/\\sqrt C$). G = 0 and S = 1 are the
     identity.
     """
-    _check_real(x, "rcolu")
+    require_floating(x, "rcolu")
     ax = _axis(axis, x.ndim, "rcolu")
     _choice(projection, "projection", _PROJECTIONS)
-    eps = finite_float(eps, "eps", low=0)
+    eps = check_real(eps, "eps", low=0)
     s, g = resolve_cones(x.shape[ax], cone_dim, num_cones, False)
     if g == 0 or s == 1:
         return x
@@ -380,9 +377,9 @@ def quasi_isotropic(x: Float[Array, "*b n"], alpha: float = 4.0, beta: float = 0
     parameter (α → ∞ restores isotropy). With `normalise`, Φ is rescaled to unit norm
     (the "trivially modified" exact form). $f(0) = 0$ (σ(0) = 0 required).
     """
-    _check_real(x, "quasi_isotropic")
-    alpha = finite_float(alpha, "alpha", low=0, low_open=True)
-    beta = finite_float(beta, "beta")
+    require_floating(x, "quasi_isotropic")
+    alpha = check_real(alpha, "alpha", low=0, low_open=True)
+    beta = check_real(beta, "beta")
     if beta == 1.0:
         raise ValueError("`beta` must differ from 1 (beta = 1 makes Φ the identity: the "
                          "isotropic form, see `isotropic`).")
@@ -502,7 +499,7 @@ def lattice_isotropic(x: Float[Array, "*b n"], directions: Float[Array | np.ndar
     some x has no positive $\\hat b_i \\cdot \\hat x$ and eq 63 is undefined there; the
     error names such an x). Traced directions are used as given.
     """
-    _check_real(x, "lattice_isotropic")
+    require_floating(x, "lattice_isotropic")
     directions = jnp.asarray(directions)
     if directions.ndim != 2 or directions.shape[1] != x.shape[-1]:
         raise ValueError(f"`directions` must have shape (m, {x.shape[-1]}) (unit vectors in "
@@ -521,13 +518,13 @@ def trainable_direction(x: Float[Array, "*b n"], directions: Float[Array | np.nd
     departure from eq 64) keeps the value finite where no direction lies within 90° of
     $\\hat x$, which random directions do not exclude.
     """
-    _check_real(x, "trainable_direction")
+    require_floating(x, "trainable_direction")
     directions = jnp.asarray(directions)
     if directions.ndim != 2 or directions.shape[1] != x.shape[-1]:
         raise ValueError(f"`directions` must have shape (m, {x.shape[-1]}), got "
                          f"{directions.shape}.")
     _check_callable(sigma, "sigma")
-    floor = finite_float(floor, "floor", low=0, high=1, low_open=True)
+    floor = check_real(floor, "floor", low=0, high=1, low_open=True)
     d = directions.astype(compute_dtype(x.dtype))
     zhat = d * inverse_or_zero(safe_norm(d, keepdims=True))
     return _directional(x, zhat, sigma, floor)
@@ -618,7 +615,7 @@ def lorentz_isotropic(x: Float[Array, "*b n"], phi: Callable | None = None
     smooth across the light cone $s = 0$. Default $φ(s) = \\tanh(s)/s$ (φ(0) = 1).
     Equivariant under O(1, n−1): $s$ is invariant and $x \\mapsto Λx$ commutes.
     """
-    _check_real(x, "lorentz_isotropic")
+    require_floating(x, "lorentz_isotropic")
     if x.shape[-1] < 2:
         raise ValueError(f"lorentz_isotropic: the last axis must have size >= 2 (one time, "
                          f">= 1 space coordinate), got shape {x.shape}.")

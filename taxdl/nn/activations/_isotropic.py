@@ -15,7 +15,7 @@ from jaxtyping import Array, Float
 
 from ...groups import Affine, Orthogonal
 from ...taxonomy import AbstractActivation, Taxonomy, maps_rays, register
-from .._numerics import finite_float
+from ..._types import check_real
 from . import _functional as F
 from ._common import fixed
 
@@ -78,7 +78,7 @@ def _example_sigma(r):
 
 
 def _r0(r0, name="r0"):
-    return finite_float(r0, name, low=0)
+    return check_real(r0, name, low=0)
 
 
 @register(family="activation", formula="min(max(‖x‖ − R₀, 0), R_∞) x̂",
@@ -102,7 +102,7 @@ class IsotropicReLU(AbstractActivation):
     def __check_init__(self):
         _r0(self.r0)
         if self.r_max is not None:
-            finite_float(self.r_max, "r_max", low=0, low_open=True)
+            check_real(self.r_max, "r_max", low=0, low_open=True)
 
     @property
     def taxonomy(self) -> Taxonomy:
@@ -160,7 +160,7 @@ class IsotropicLeakyReLU(AbstractActivation):
     r0: float = eqx.field(static=True, default=1.0)
 
     def __check_init__(self):
-        finite_float(self.alpha, "alpha", low=0, high=1, low_open=True, high_open=True)
+        check_real(self.alpha, "alpha", low=0, high=1, low_open=True, high_open=True)
         _r0(self.r0)
 
     @property
@@ -174,8 +174,8 @@ class IsotropicLeakyReLU(AbstractActivation):
 
 
 def _soft_check(r0, delta):
-    r0 = finite_float(r0, "r0", low=0, low_open=True)
-    finite_float(delta, "delta", low=0, high=r0, low_open=True, high_open=True)
+    r0 = check_real(r0, "r0", low=0, low_open=True)
+    check_real(delta, "delta", low=0, high=r0, low_open=True, high_open=True)
 
 
 @register(family="activation", formula="σ(‖x‖) x̂, σ' = w((r − R₀ + δ)/2δ)",
@@ -235,7 +235,7 @@ class IsotropicSoftLeakyReLU(AbstractActivation):
     taxonomy: ClassVar[Taxonomy] = _O
 
     def __check_init__(self):
-        finite_float(self.alpha, "alpha", low=0, high=1, low_open=True, high_open=True)
+        check_real(self.alpha, "alpha", low=0, high=1, low_open=True, high_open=True)
         _soft_check(self.r0, self.delta)
 
     @named_scope("taxdl.IsotropicSoftLeakyReLU")
@@ -260,7 +260,7 @@ class IsotropicSinusoid(AbstractActivation):
     lam: float = eqx.field(static=True, default=1.0)
 
     def __check_init__(self):
-        finite_float(self.lam, "lam")
+        check_real(self.lam, "lam")
 
     @property
     def taxonomy(self) -> Taxonomy:

@@ -22,7 +22,7 @@ from ...taxonomy import (
     signature,
     transport,
 )
-from .._numerics import finite_float
+from ..._types import check_int, check_real
 from . import _functional as F
 from ._common import fixed
 
@@ -60,8 +60,8 @@ class QuasiIsotropic(AbstractActivation):
                                          note="Ψ = Bₙ, the point group of the cubic lattice")
 
     def __check_init__(self):
-        finite_float(self.alpha, "alpha", low=0, low_open=True)
-        if finite_float(self.beta, "beta") == 1.0:
+        check_real(self.alpha, "alpha", low=0, low_open=True)
+        if check_real(self.beta, "beta") == 1.0:
             raise ValueError("`beta` must differ from 1 (beta = 1 is the isotropic form).")
         if not isinstance(self.normalise, bool):
             raise TypeError(f"`normalise` must be a bool, got {self.normalise!r}.")
@@ -173,13 +173,12 @@ class TrainableDirection(AbstractActivation):
     def __init__(self, in_features: int, num_directions: int | None = None, *,
                  key: PRNGKeyArray, sigma: Callable = jnp.tanh, floor: float = 0.05,
                  dtype=jnp.float32):
-        if isinstance(in_features, bool) or not isinstance(in_features, int) or in_features < 1:
-            raise ValueError(f"`in_features` must be an integer >= 1, got {in_features!r}.")
-        m = 4 * in_features if num_directions is None else num_directions
-        if isinstance(m, bool) or not isinstance(m, int) or m < 1:
-            raise ValueError(f"`num_directions` must be an integer >= 1, got {m!r}.")
+        who = "TrainableDirection"
+        in_features = check_int(in_features, "in_features", who=who)
+        m = check_int(4 * in_features if num_directions is None else num_directions,
+                      "num_directions", who=who)
         _check_sigma(sigma)
-        self.floor = finite_float(floor, "floor", low=0, high=1, low_open=True)
+        self.floor = check_real(floor, "floor", low=0, high=1, low_open=True)
         self.in_features, self.sigma = in_features, sigma
         self.directions = jax.random.normal(key, (m, in_features), dtype)
 

@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, PRNGKeyArray
 
-from .._numerics import finite_float
+from ..._types import check_real
 
 
 def _check_shape(shape, who: str, min_ndim: int = 1) -> tuple[int, ...]:
@@ -43,7 +43,7 @@ def _positive(value, name: str, who: str):
     if isinstance(value, jax.Array):
         return value
     try:
-        return finite_float(value, name, low=0, low_open=True)
+        return check_real(value, name, low=0, low_open=True)
     except (TypeError, ValueError) as err:
         raise type(err)(f"{who}: {err}") from None
 
@@ -277,8 +277,8 @@ def truncated_normal(key: PRNGKeyArray, shape, dtype=None, stddev: float = 1.0,
     shape = _check_shape(shape, "truncated_normal")
     dtype = _check_dtype(dtype, "truncated_normal")
     stddev = _positive(stddev, "stddev", "truncated_normal")
-    lower = finite_float(lower, "lower") if not isinstance(lower, jax.Array) else lower
-    upper = finite_float(upper, "upper") if not isinstance(upper, jax.Array) else upper
+    lower = check_real(lower, "lower") if not isinstance(lower, jax.Array) else lower
+    upper = check_real(upper, "upper") if not isinstance(upper, jax.Array) else upper
     if not lower < upper:
         raise ValueError(f"`lower` must be < `upper`, got {lower!r} and {upper!r}.")
     # Variance of the standard normal truncated to [lower, upper].

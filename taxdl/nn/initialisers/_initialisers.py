@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, PRNGKeyArray
 
-from ..._types import REAL_TYPES, RealLike, as_real
+from ..._types import RealLike, as_real, check_real
 from ...groups import (
     GeneralLinear,
     Orthogonal,
@@ -31,10 +31,7 @@ from . import _functional as F
 
 
 def _check_positive(value, name: str, who: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, REAL_TYPES) or not (
-            math.isfinite(value) and value > 0):
-        raise ValueError(f"{who}: `{name}` must be a finite number > 0, got {value!r}.")
-    return float(value)
+    return check_real(value, name, who=who, low=0, low_open=True)
 
 
 def _law(left, right, within, note: str = "") -> Taxonomy:
@@ -240,8 +237,8 @@ class TruncatedNormal(AbstractInitialiser):
 
     def __check_init__(self):
         _check_positive(self.stddev, "stddev", "TruncatedNormal")
-        if not (isinstance(self.lower, REAL_TYPES) and isinstance(self.upper, REAL_TYPES)
-                and self.lower < self.upper):
+        lower = check_real(self.lower, "lower", who="TruncatedNormal")
+        if not lower < check_real(self.upper, "upper", who="TruncatedNormal"):
             raise ValueError(f"TruncatedNormal: need `lower` < `upper`, got {self.lower!r} "
                              f"and {self.upper!r}.")
 

@@ -37,6 +37,8 @@ from ...taxonomy import (
     signature,
     transport,
 )
+from ..._types import check_int
+from ..normalisers._checks import check_momentum
 from ..normalisers._stateful import _gaussian_batch
 from ._gmp_functional import direction_matrix_t, gmp_angles, gmp_linear, input_mean_norm
 
@@ -49,12 +51,6 @@ _POSITIVELY_HOMOGENEOUS = (jax.nn.relu, jax.nn.leaky_relu)
 # flipping its direction and λ, which the initialisation law cannot tell apart.
 _ODD = (jnp.tanh, jnp.sin, jnp.sinh, jnp.arctan, jnp.arcsinh, jax.nn.soft_sign,
         jax.nn.hard_tanh)
-
-
-def _check_features(value, name: str, who: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{who}: `{name}` must be an integer >= 1, got {value!r}.")
-    return int(value)
 
 
 def _check_activation(activation, who: str) -> Callable:
@@ -211,8 +207,8 @@ class GmPLinear(AbstractLayer):
     def __init__(self, in_features: int, out_features: int, activation: Callable = jax.nn.relu,
                  *, key: PRNGKeyArray, dtype=jnp.float32,
                  positively_homogeneous: bool | None = None, odd: bool | None = None):
-        self.in_features = _check_features(in_features, "in_features", "GmPLinear")
-        self.out_features = _check_features(out_features, "out_features", "GmPLinear")
+        self.in_features = check_int(in_features, "in_features", who="GmPLinear")
+        self.out_features = check_int(out_features, "out_features", who="GmPLinear")
         self.activation = _check_activation(activation, "GmPLinear")
         self.positively_homogeneous = _known(activation, positively_homogeneous,
                                              _POSITIVELY_HOMOGENEOUS)
@@ -367,8 +363,8 @@ class GmPConv(AbstractLayer):
                  key: PRNGKeyArray, dtype=jnp.float32,
                  positively_homogeneous: bool | None = None, odd: bool | None = None):
         who = "GmPConv"
-        self.in_channels = _check_features(in_channels, "in_channels", who)
-        self.out_channels = _check_features(out_channels, "out_channels", who)
+        self.in_channels = check_int(in_channels, "in_channels", who=who)
+        self.out_channels = check_int(out_channels, "out_channels", who=who)
         self.kernel_size = _pair(kernel_size, "kernel_size", who, 1)
         self.stride = _pair(stride, "stride", who, 1)
         self.dilation = _pair(dilation, "dilation", who, 1)
@@ -544,13 +540,6 @@ def _(layer: GmPConv) -> Callable:
 
 
 # ============================================================================ InputMeanNorm
-def _check_momentum(momentum, who: str) -> float:
-    if isinstance(momentum, (bool, np.bool_)) or not isinstance(
-            momentum, (int, float, np.integer, np.floating)) or not (0 <= momentum < 1):
-        raise ValueError(f"{who}: `momentum` must be a number in [0, 1), got {momentum!r}.")
-    return float(momentum)
-
-
 class InputMeanNorm(AbstractNormaliser, eqx.nn.StatefulLayer):
     """Input Mean Normalisation (GmP paper Remark 3.6, eq 14): centre each input of an
     intermediate layer with the batch mean, $f(x) = x - \\hat{\\mathbb E}_B[x]$, so that
@@ -596,8 +585,8 @@ class InputMeanNorm(AbstractNormaliser, eqx.nn.StatefulLayer):
 
     def __init__(self, n: int, axis_name: Hashable = "batch", momentum: float = 0.99,
                  inference: bool = False, *, dtype=jnp.float32):
-        self.n = _check_features(n, "n", "InputMeanNorm")
-        self.momentum = _check_momentum(momentum, "InputMeanNorm")
+        self.n = check_int(n, "n", who="InputMeanNorm")
+        self.momentum = check_momentum(momentum, "InputMeanNorm")
         self.axis_name, self.inference = axis_name, inference
         dtype = _floating(dtype, "InputMeanNorm")
         self.state_index = eqx.nn.StateIndex((jnp.array(0, jnp.int32), jnp.zeros((n,), dtype)))

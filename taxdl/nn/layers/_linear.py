@@ -8,6 +8,7 @@ import jax.numpy as jnp
 from jax import named_scope
 from jaxtyping import Array, Float, PRNGKeyArray
 
+from ..._types import check_int
 from ...groups import (
     Affine,
     ConformalLinear,
@@ -27,12 +28,6 @@ from ...taxonomy import (
     signature,
     transport,
 )
-
-
-def _check_features(value, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"`{name}` must be an integer >= 1, got {value!r}.")
-    return value
 
 
 def gaussian_init(key: PRNGKeyArray, out_features: int, in_features: int, dtype
@@ -79,8 +74,8 @@ class Linear(AbstractLayer):
 
     def __init__(self, in_features: int, out_features: int, *, key: PRNGKeyArray,
                  dtype=jnp.float32):
-        self.in_features = _check_features(in_features, "in_features")
-        self.out_features = _check_features(out_features, "out_features")
+        self.in_features = check_int(in_features, "in_features", who=type(self).__name__)
+        self.out_features = check_int(out_features, "out_features", who=type(self).__name__)
         self.weight, self.bias = gaussian_init(key, out_features, in_features, dtype)
 
     @named_scope("taxdl.Linear")
@@ -161,8 +156,8 @@ class ElementwiseDense(AbstractLayer):
 
     def __init__(self, in_features: int, out_features: int, *, key: PRNGKeyArray,
                  dtype=jnp.float32):
-        self.in_features = _check_features(in_features, "in_features")
-        self.out_features = _check_features(out_features, "out_features")
+        self.in_features = check_int(in_features, "in_features", who=type(self).__name__)
+        self.out_features = check_int(out_features, "out_features", who=type(self).__name__)
         self.weight, self.bias = gaussian_init(key, out_features, in_features, dtype)
 
     @named_scope("taxdl.ElementwiseDense")

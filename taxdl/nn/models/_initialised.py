@@ -9,6 +9,7 @@ import jax.numpy as jnp
 from jax import named_scope
 from jaxtyping import Array, Float, PRNGKeyArray
 
+from ..._types import check_int
 from ...groups import Affine, ConformalLinear, GeneralLinear, Orthogonal, Scaling
 from ...taxonomy import (
     AbstractLayer,
@@ -53,10 +54,8 @@ class InitialisedLinear(AbstractLayer):
 
     def __init__(self, in_features: int, out_features: int, init: Callable | None = None, *,
                  use_bias: bool = True, key: PRNGKeyArray, dtype=jnp.float32):
-        for name, value in (("in_features", in_features), ("out_features", out_features)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"InitialisedLinear: `{name}` must be an integer >= 1, got "
-                                 f"{value!r}.")
+        in_features = check_int(in_features, "in_features", who="InitialisedLinear")
+        out_features = check_int(out_features, "out_features", who="InitialisedLinear")
         if init is not None and not callable(init):
             raise TypeError("InitialisedLinear: `init` must be None or an initialiser called "
                             f"as init(key, shape, dtype), got {init!r}.")

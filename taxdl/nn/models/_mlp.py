@@ -10,6 +10,7 @@ import jax.numpy as jnp
 from jax import named_scope
 from jaxtyping import Array, Float, PRNGKeyArray
 
+from ..._types import check_int
 from ...taxonomy import (
     AbstractInitialiser,
     AbstractPrimitive,
@@ -100,12 +101,6 @@ def _positively_homogeneous(act: Any) -> bool | None:
     return is_subgroup(Scaling(positive=True), group)
 
 
-def _check_int(value, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"MLP: `{name}` must be an integer >= 1, got {value!r}.")
-    return value
-
-
 class MLP(AbstractPrimitive):
     """A multilayer perceptron of tagged primitives:
     $x \\mapsto W_L\\,\\sigma(\\mathrm{norm}(W_{L-1} \\cdots \\sigma(\\mathrm{norm}(W_1 x + b_1))
@@ -147,12 +142,12 @@ class MLP(AbstractPrimitive):
                  activation: Any = "ReLU", norm: Any = None, init: Any = None,
                  parameterization: str = "standard", final_activation: Any = None,
                  use_bias: bool = True, *, key: PRNGKeyArray, dtype=jnp.float32):
-        in_features = _check_int(in_features, "in_features")
-        out_features = _check_int(out_features, "out_features")
+        in_features = check_int(in_features, "in_features", who="MLP")
+        out_features = check_int(out_features, "out_features", who="MLP")
         if isinstance(widths, (int, str)) or not isinstance(widths, Iterable):
             raise TypeError(f"MLP: `widths` must be a sequence of hidden widths (e.g. [{widths!r}] "
                             f"for one hidden layer), got {widths!r}.")
-        widths = tuple(_check_int(w, "widths[i]") for w in widths)
+        widths = tuple(check_int(w, "widths[i]", who="MLP") for w in widths)
         if not jnp.issubdtype(jnp.dtype(dtype), jnp.floating):
             raise TypeError(f"MLP: `dtype` must be a floating dtype (e.g. float32), got "
                             f"{jnp.dtype(dtype)}.")

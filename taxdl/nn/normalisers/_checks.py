@@ -4,27 +4,19 @@ argument (or the expected input shape) and the valid values."""
 import jax
 import jax.numpy as jnp
 
-from ..._types import INT_TYPES, REAL_TYPES
+from ..._types import check_int, check_real
 
 
 def check_n(n, who: str, minimum: int = 1) -> int:
-    if isinstance(n, bool) or not isinstance(n, INT_TYPES) or n < minimum:
-        raise ValueError(f"{who}: `n` must be an integer >= {minimum}, got {n!r}.")
-    return int(n)
+    return check_int(n, "n", who=who, minimum=minimum)
 
 
 def check_eps(eps, who: str) -> float:
-    if isinstance(eps, bool) or not isinstance(eps, REAL_TYPES) or not (
-            eps >= 0 and eps < float("inf")):
-        raise ValueError(f"{who}: `eps` must be a finite number >= 0, got {eps!r}.")
-    return float(eps)
+    return check_real(eps, "eps", who=who, low=0)
 
 
 def check_momentum(momentum, who: str) -> float:
-    if isinstance(momentum, bool) or not isinstance(momentum, REAL_TYPES) or not (
-            0 <= momentum < 1):
-        raise ValueError(f"{who}: `momentum` must be a number in [0, 1), got {momentum!r}.")
-    return float(momentum)
+    return check_real(momentum, "momentum", who=who, low=0, high=1, high_open=True)
 
 
 def _check_floating(x, who: str) -> None:

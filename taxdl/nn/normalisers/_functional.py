@@ -14,7 +14,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float
 
 from .._numerics import compute_dtype, power_of_two_near, require_floating, sqrt_or_zero
-from ..._types import INT_TYPES, IntLike, RealLike
+from ..._types import INT_TYPES, IntLike, RealLike, check_int
 from ._checks import check_eps
 from ..activations._functional import isotropic_tanh
 
@@ -243,9 +243,7 @@ def chi_mean(n: IntLike) -> float:
 
     **Symmetry:** not applicable (a constant of eq 45).
     """
-    if isinstance(n, bool) or not isinstance(n, INT_TYPES) or n < 1:
-        raise ValueError(f"`n` must be an integer >= 1, got {n!r}.")
-    n = int(n)
+    n = check_int(n, "n", who="chi_mean")
     return math.sqrt(2.0) * math.exp(math.lgamma((n + 1) / 2) - math.lgamma(n / 2))
 
 

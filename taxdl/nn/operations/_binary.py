@@ -11,7 +11,7 @@ import jax.numpy as jnp
 from jax import named_scope
 from jaxtyping import Array, Float
 
-from ..._types import REAL_TYPES, RealLike, as_real
+from ..._types import RealLike, as_real, check_real
 from ...groups import (
     ConformalLinear,
     MonomialAffine,
@@ -181,13 +181,6 @@ for _cls in (IsotropicMin, IsotropicMax, IsotropicMultiply, ElementwiseMin, Elem
     signature.register(_cls)(_binary_signature)
 
 
-def _check_bound(bound, who: str) -> float:
-    if isinstance(bound, bool) or not isinstance(bound, REAL_TYPES) or not (
-            0 < bound < float("inf")):
-        raise ValueError(f"{who}: `bound` must be a finite number > 0, got {bound!r}.")
-    return float(bound)
-
-
 @register(family="operation", formula="Σᵢ clip(xᵢ, −b, b) êᵢ", reference="isotropic paper eq 59")
 class CoordinateClip(AbstractOperation):
     """Elementwise clip into $[-b, b]^n$ (isotropic paper eq 59): coordinates outside are
@@ -201,7 +194,7 @@ class CoordinateClip(AbstractOperation):
     taxonomy: ClassVar[Taxonomy] = _algebraic(SignedPermutation())
 
     def __check_init__(self):
-        _check_bound(self.bound, "CoordinateClip")
+        check_real(self.bound, "bound", who="CoordinateClip", low=0, low_open=True)
 
     @named_scope("taxdl.CoordinateClip")
     def __call__(self, x: Float[Array, "*b n"], *, key=None) -> Float[Array, "*b n"]:
@@ -225,7 +218,7 @@ class BoxClip(AbstractOperation):
     taxonomy: ClassVar[Taxonomy] = _algebraic(SignedPermutation())
 
     def __check_init__(self):
-        _check_bound(self.bound, "BoxClip")
+        check_real(self.bound, "bound", who="BoxClip", low=0, low_open=True)
 
     @named_scope("taxdl.BoxClip")
     def __call__(self, x: Float[Array, "*b n"], *, key=None) -> Float[Array, "*b n"]:

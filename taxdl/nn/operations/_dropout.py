@@ -15,7 +15,7 @@ import jax.numpy as jnp
 from jax import named_scope
 from jaxtyping import Array, Float, PRNGKeyArray
 
-from ..._types import REAL_TYPES, RealLike, as_real
+from ..._types import RealLike, as_real, check_int, check_real
 from ...groups import (
     Affine,
     Diagonal,
@@ -43,10 +43,8 @@ from . import _functional as F
 _FIXED_KEY = 20250102
 
 
-def _check_rate(rate, who: str, name: str = "rate") -> float:
-    if isinstance(rate, bool) or not isinstance(rate, REAL_TYPES) or not 0 <= rate < 1:
-        raise ValueError(f"{who}: `{name}` must be a number in [0, 1), got {rate!r}.")
-    return float(rate)
+def _check_rate(rate, who: str) -> float:
+    return check_real(rate, "rate", who=who, low=0, high=1, high_open=True)
 
 
 def _check_x(x, who: str, n: int | None = None):
@@ -265,21 +263,13 @@ class CorrelatedIsotropicDropout(AbstractOperation, eqx.nn.StatefulLayer):
     def __init__(self, n: int, rate: RealLike = 0.5, overlap: RealLike | None = None,
                  step: RealLike = 0.1, *, key: PRNGKeyArray, inference: bool = False,
                  dtype=jnp.float32):
-        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise ValueError(f"CorrelatedIsotropicDropout: `n` must be an integer >= 1, "
-                             f"got {n!r}.")
-        self.n = n
+        self.n = check_int(n, "n", who="CorrelatedIsotropicDropout")
         self.rate = _check_rate(rate, "CorrelatedIsotropicDropout")
         overlap = self.rate if overlap is None else overlap
-        if isinstance(overlap, bool) or not isinstance(overlap, REAL_TYPES) or not (
-                0 <= overlap <= 1):
-            raise ValueError(f"CorrelatedIsotropicDropout: `overlap` must be in [0, 1], got "
-                             f"{overlap!r}.")
-        if isinstance(step, bool) or not isinstance(step, REAL_TYPES) or not (
-                0 <= step < float("inf")):
-            raise ValueError(f"CorrelatedIsotropicDropout: `step` must be a finite number "
-                             f">= 0, got {step!r}.")
-        self.overlap, self.step, self.inference = float(overlap), float(step), inference
+        who = "CorrelatedIsotropicDropout"
+        self.overlap = check_real(overlap, "overlap", who=who, low=0, high=1)
+        self.step = check_real(step, "step", who=who, low=0)
+        self.inference = inference
         self.state_index = eqx.nn.StateIndex(self.initial_state(key, dtype))
 
     def initial_state(self, key: PRNGKeyArray, dtype=jnp.float32) -> tuple[Array, Array]:

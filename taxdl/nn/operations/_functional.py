@@ -12,7 +12,8 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from .._numerics import compute_dtype, finite_float, require_floating, safe_norm
+from ..._types import check_real
+from .._numerics import compute_dtype, require_floating, safe_norm
 from ..activations._functional import isotropic_tanh
 from ..normalisers._functional import unit_vector
 
@@ -133,7 +134,7 @@ def elementwise_clip(x: Float[Array, "*b n"], bound: float = 1.0) -> Float[Array
 
     **Symmetry:** Bₙ-equivariant.
     """
-    bound = finite_float(bound, "bound", low=0, low_open=True)
+    bound = check_real(bound, "bound", low=0, low_open=True)
     return jnp.clip(x, -bound, bound)
 
 
@@ -150,7 +151,7 @@ def box_clip(x: Float[Array, "*b n"], bound: float = 1.0) -> Float[Array, "*b n"
     **Symmetry:** Bₙ-equivariant (the box is not rotation-invariant).
     """
     require_floating(x, "box_clip", "x")
-    bound = finite_float(bound, "bound", low=0, low_open=True)
+    bound = check_real(bound, "bound", low=0, low_open=True)
     m = jnp.max(jnp.abs(x), axis=-1, keepdims=True)
     clip = m > bound
     factor = jnp.where(clip, _safe_ratio(jnp.asarray(bound, x.dtype), m, clip), 1)
@@ -166,7 +167,7 @@ def rotated_dropout(x: Float[Array, "*b n"], basis: Float[Array, "n n"],
     O(n)-equivariant in law.
     """
     require_floating(x, "rotated_dropout", "x")
-    rate = finite_float(rate, "rate", low=0, high=1, high_open=True)
+    rate = check_real(rate, "rate", low=0, high=1, high_open=True)
     y = jnp.einsum("ij,...j->...i", basis, x)
     y = jnp.einsum("ji,...j->...i", basis, keep.astype(x.dtype) * y)
     return (y / (1 - rate)).astype(x.dtype)

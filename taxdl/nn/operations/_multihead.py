@@ -6,7 +6,7 @@ import jax.numpy as jnp
 from jax import named_scope
 from jaxtyping import Array, Float, PRNGKeyArray
 
-from ..._types import REAL_TYPES, RealLike
+from ..._types import RealLike, check_int, check_real
 from ...groups import (
     Affine,
     ConformalLinear,
@@ -29,19 +29,6 @@ from ...taxonomy import (
 )
 from ..activations import IsotropicTanh
 from . import _functional as F
-
-
-def _check_int(value, name: str, who: str, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"{who}: `{name}` must be an integer >= {minimum}, got {value!r}.")
-    return value
-
-
-def _check_gain(gain, who: str) -> float:
-    if isinstance(gain, bool) or not isinstance(gain, REAL_TYPES) or not (
-            0 < gain < float("inf")):
-        raise ValueError(f"{who}: `gain` must be a finite number > 0, got {gain!r}.")
-    return float(gain)
 
 
 def _activation_groups(activation):
@@ -101,9 +88,9 @@ class MultiHeadSum(AbstractLayer):
 
     def __init__(self, n: int, heads: int, activation=None, gain: RealLike = 1.0, *,
                  key: PRNGKeyArray, dtype=jnp.float32):
-        self.n = _check_int(n, "n", "MultiHeadSum")
-        self.heads = _check_int(heads, "heads", "MultiHeadSum")
-        self.gain = _check_gain(gain, "MultiHeadSum")
+        self.n = check_int(n, "n", who="MultiHeadSum")
+        self.heads = check_int(heads, "heads", who="MultiHeadSum")
+        self.gain = check_real(gain, "gain", who="MultiHeadSum", low=0, low_open=True)
         self.activation = IsotropicTanh() if activation is None else activation
         if not callable(self.activation):
             raise TypeError(f"MultiHeadSum: `activation` must be callable, got "
@@ -163,11 +150,11 @@ class MultiHeadAffineSum(AbstractLayer):
                  hidden: int | None = None, activation=None, gain: RealLike = 1.0, *,
                  key: PRNGKeyArray, dtype=jnp.float32):
         who = "MultiHeadAffineSum"
-        self.in_features = _check_int(in_features, "in_features", who)
-        self.out_features = _check_int(out_features, "out_features", who)
-        self.heads = _check_int(heads, "heads", who)
-        self.hidden = _check_int(in_features if hidden is None else hidden, "hidden", who)
-        self.gain = _check_gain(gain, who)
+        self.in_features = check_int(in_features, "in_features", who=who)
+        self.out_features = check_int(out_features, "out_features", who=who)
+        self.heads = check_int(heads, "heads", who=who)
+        self.hidden = check_int(in_features if hidden is None else hidden, "hidden", who=who)
+        self.gain = check_real(gain, "gain", who=who, low=0, low_open=True)
         self.activation = IsotropicTanh() if activation is None else activation
         if not callable(self.activation):
             raise TypeError(f"{who}: `activation` must be callable, got {self.activation!r}.")
