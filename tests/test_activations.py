@@ -261,7 +261,8 @@ def test_bad_inputs_raise_clear_errors():
         F.isotropic_tanh(jnp.asarray(1.0))
     with pytest.raises(TypeError, match=r"`sigma` must be a callable|parameter 'sigma'"):
         tnn.Isotropic(3.0)
-    with pytest.raises(TypeError, match=r"`negative_slope` must be a finite number|'negative_slope'"):
+    with pytest.raises(TypeError,
+                       match=r"`negative_slope` must be a finite number|'negative_slope'"):
         F.leaky_relu(jnp.ones(3), "0.1")
 
 

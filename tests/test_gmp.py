@@ -297,7 +297,8 @@ def test_errors():
         GmPConv(2, 2, 3, padding="FULL", key=key)
     with pytest.raises(ValueError, match=r"\(2, H, W\)"):
         GmPConv(2, 2, 3, key=key)(jnp.ones((3, 5, 5)))
-    with pytest.raises(ValueError, match=r"InputMeanNorm: `momentum` must be a finite number in \[0, 1\)"):
+    with pytest.raises(ValueError,
+                       match=r"InputMeanNorm: `momentum` must be a finite number in \[0, 1\)"):
         InputMeanNorm(3, momentum=1.0)
 
 

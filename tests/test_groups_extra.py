@@ -146,3 +146,55 @@ def test_errors_name_the_argument():
         G.RotatedConeGroup(7, cone_dim=4)
     with pytest.raises(ValueError, match="`n` must be an integer >= 1"):
         G.PositiveMonomial(0)
+
+
+def test_every_form_of_registration_is_counted():
+    """Remembered lattice answers are dropped when a rule is registered: each form of
+    `register` (decorator, direct, annotated function) must advance the version."""
+    import functools
+
+    from taxdl.groups._hierarchy import counting_registrations
+
+    @counting_registrations
+    @functools.singledispatch
+    def rule(x):
+        return "default"
+
+    class A:
+        pass
+
+    class B:
+        pass
+
+    class C:
+        pass
+
+    @rule.register(A)
+    def _(x):
+        return "A"
+
+    assert rule.version == 1
+    rule.register(B, lambda x: "B")
+    assert rule.version == 2
+
+    @rule.register
+    def _(x: C):
+        return "C"
+
+    assert rule.version == 3
+    rule.register(A | B)(lambda x: "A or B")
+    assert rule.version == 4
+    assert [rule(v) for v in (A(), B(), C(), 1)] == ["A or B", "A or B", "C", "default"]
+
+
+def test_subgroup_answers_follow_a_rule_registered_later():
+    """An answer remembered before a rule is registered is not reused after it."""
+    from taxdl.groups._hierarchy import immediate_supergroups
+
+    class Boosts(G.Lorentz):
+        pass
+
+    boosts = Boosts(3)
+    assert not G.is_subgroup(boosts, G.Orthogonal(3))
+    immediate_supergroups.register(Boosts, lambda g: (G.Orthogonal(g.n),))
+    assert G.is_subgroup(boosts, G.Orthogonal(3))

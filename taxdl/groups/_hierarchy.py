@@ -35,6 +35,7 @@ factor fixes 1, so that the products stay commuting; ℝ×₊ and {±I} together
 """
 
 import functools as ft
+import inspect
 
 import jax.numpy as jnp
 
@@ -83,6 +84,25 @@ def _bind(groups, n):
     return tuple(out)
 
 
+def counting_registrations(fn):
+    """Give the `functools.singledispatch` function `fn` a `version` that every
+    registration (`fn.register`, in any of its forms) increases, so that answers derived
+    from its registered rules can be remembered until a rule is added or replaced."""
+    register = fn.register
+    fn.version = 0
+
+    def counted(cls, func=None):
+        if func is None and not inspect.isroutine(cls):  # decorator form
+            return lambda f: counted(cls, f)
+        out = register(cls, func)
+        fn.version += 1
+        return out
+
+    fn.register = ft.wraps(register)(counted)
+    return fn
+
+
+@counting_registrations
 @ft.singledispatch
 def immediate_supergroups(group: AbstractGroup) -> tuple[AbstractGroup, ...]:
     """The immediate supergroups of `group` in taxdl's hierarchy, bound to the same
@@ -346,11 +366,38 @@ _register(Product, _product_supergroups)
 
 
 def _family(group: AbstractGroup):
-    """What identifies a family: its class and static parameters other than `n`."""
+    """What identifies a family: its class and static parameters other than `n`.
+
+    Remembered per group object (groups are immutable): the lattice queries behind a
+    composition ask for the same groups' families hundreds of thousands of times, and
+    reading an Equinox module's fields is slow."""
+    return family_key(group)[0]
+
+
+def family_key(group: AbstractGroup) -> tuple[tuple, int | None]:
+    """`(_family(group), group.n)`: the key under which answers about `group` are
+    remembered, itself remembered per group object."""
+    hit = _FAMILIES.get(id(group))
+    if hit is not None and hit[0] is group:
+        return hit[1]
+    fields = vars(group)
     if isinstance(group, (BlockDiagonal, Product)):
-        return (type(group), tuple(_family(f) for f in group.factors), group.n)
-    fields = {k: v for k, v in vars(group).items() if k != "n"}
-    return (type(group), tuple(sorted(fields.items())))
+        family = (type(group), tuple(_family(f) for f in group.factors), group.n)
+    else:
+        family = (type(group), tuple(sorted((k, v) for k, v in fields.items() if k != "n")))
+    if len(_FAMILIES) >= _FAMILIES_MAX:
+        try:
+            del _FAMILIES[next(iter(_FAMILIES))]  # the oldest entry
+        except (KeyError, RuntimeError, StopIteration):  # another thread got there first
+            pass
+    # the group is kept alive with its entry, so its id cannot be reused meanwhile
+    key = (family, group.n)
+    _FAMILIES[id(group)] = (group, key)
+    return key
+
+
+_FAMILIES: dict[int, tuple[AbstractGroup, tuple]] = {}
+_FAMILIES_MAX = 4096
 
 
 def same_group(a: AbstractGroup, b: AbstractGroup) -> bool:
@@ -361,10 +408,10 @@ def same_group(a: AbstractGroup, b: AbstractGroup) -> bool:
 _SUBGROUP_MEMO: dict = {}
 
 
-def _rules_token() -> frozenset:
+def _rules_token() -> int:
     # The registered rules: a rule added or replaced (a user's group joining the
     # hierarchy) invalidates the remembered answers.
-    return frozenset(immediate_supergroups.registry.items())
+    return immediate_supergroups.version
 
 
 def is_subgroup(a: AbstractGroup, b: AbstractGroup) -> bool:
@@ -375,7 +422,7 @@ def is_subgroup(a: AbstractGroup, b: AbstractGroup) -> bool:
     even n); unbound families follow those that hold in every dimension. Answers are
     remembered per pair of families and dimensions until a hierarchy rule is registered.
     """
-    return remembered(_SUBGROUP_MEMO, _rules_token(), (_family(a), a.n, _family(b), b.n),
+    return remembered(_SUBGROUP_MEMO, _rules_token(), (family_key(a), family_key(b)),
                       lambda: _is_subgroup(a, b))
 
 
