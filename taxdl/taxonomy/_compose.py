@@ -460,6 +460,17 @@ def _joins(groups: list[AbstractGroup]) -> list[AbstractGroup]:
     (ℝ×)ⁿ⋉ℝⁿ generate Sₙ⋉(ℝ×)ⁿ⋉ℝⁿ, O(n) and ℝ×₊ generate ℝ×·O(n)."""
     if len(groups) < 2:
         return groups
+    token = (_rules_token(), known_subgroups.version, factorisation.version)
+    key = tuple(family_key(g) for g in groups)
+    return list(groups) + remembered(_JOINS_MEMO, token, key, lambda: _added_joins(groups))
+
+
+_JOINS_MEMO: dict = {}
+
+
+def _added_joins(groups: list[AbstractGroup]) -> list[AbstractGroup]:
+    """The families `_joins` adds to `groups` (which depend only on their families and
+    dimensions), in the order added."""
     unique, families = _generated_families()
     out = list(groups)
     # which generators hold, and which single group of `out` holds each (a family all of
@@ -477,7 +488,7 @@ def _joins(groups: list[AbstractGroup]) -> list[AbstractGroup]:
         else:
             family = _with_translations(out)
             if family is None:
-                return out
+                return out[len(groups):]
         out.append(family)
         j = len(out) - 1
         holders = [h | {j} if _le(gen, family) else h for gen, h in zip(unique, holders)]
