@@ -77,10 +77,6 @@ def _example_sigma(r):
     return r / (1 + r)
 
 
-def _r0(r0, name="r0"):
-    return check_real(r0, name, low=0)
-
-
 @register(family="activation", formula="min(max(‖x‖ − R₀, 0), R_∞) x̂",
           example=lambda: IsotropicReLU(0.5), reference="isotropic paper eqs 16–17")
 class IsotropicReLU(AbstractActivation):
@@ -100,7 +96,7 @@ class IsotropicReLU(AbstractActivation):
     r_max: float | None = eqx.field(static=True, default=None)
 
     def __check_init__(self):
-        _r0(self.r0)
+        F._r0(self.r0)
         if self.r_max is not None:
             check_real(self.r_max, "r_max", low=0, low_open=True)
 
@@ -130,7 +126,7 @@ class IsotropicThreshold(AbstractActivation):
     r0: float = eqx.field(static=True, default=1.0)
 
     def __check_init__(self):
-        _r0(self.r0)
+        F._r0(self.r0)
 
     @property
     def taxonomy(self) -> Taxonomy:
@@ -160,8 +156,8 @@ class IsotropicLeakyReLU(AbstractActivation):
     r0: float = eqx.field(static=True, default=1.0)
 
     def __check_init__(self):
-        check_real(self.alpha, "alpha", low=0, high=1, low_open=True, high_open=True)
-        _r0(self.r0)
+        F._alpha(self.alpha)
+        F._r0(self.r0)
 
     @property
     def taxonomy(self) -> Taxonomy:
@@ -171,11 +167,6 @@ class IsotropicLeakyReLU(AbstractActivation):
     def __call__(self, x: Float[Array, "*b n"], *, key=None) -> Float[Array, "*b n"]:
         del key
         return F.isotropic_leaky_relu(x, self.alpha, self.r0)
-
-
-def _soft_check(r0, delta):
-    r0 = check_real(r0, "r0", low=0, low_open=True)
-    check_real(delta, "delta", low=0, high=r0, low_open=True, high_open=True)
 
 
 @register(family="activation", formula="σ(‖x‖) x̂, σ' = w((r − R₀ + δ)/2δ)",
@@ -202,7 +193,7 @@ class IsotropicSoftReLU(AbstractActivation):
     taxonomy: ClassVar[Taxonomy] = _O
 
     def __check_init__(self):
-        _soft_check(self.r0, self.delta)
+        F._soft(self.r0, self.delta)
 
     @named_scope("taxdl.IsotropicSoftReLU")
     def __call__(self, x: Float[Array, "*b n"], *, key=None) -> Float[Array, "*b n"]:
@@ -235,8 +226,8 @@ class IsotropicSoftLeakyReLU(AbstractActivation):
     taxonomy: ClassVar[Taxonomy] = _O
 
     def __check_init__(self):
-        check_real(self.alpha, "alpha", low=0, high=1, low_open=True, high_open=True)
-        _soft_check(self.r0, self.delta)
+        F._alpha(self.alpha)
+        F._soft(self.r0, self.delta)
 
     @named_scope("taxdl.IsotropicSoftLeakyReLU")
     def __call__(self, x: Float[Array, "*b n"], *, key=None) -> Float[Array, "*b n"]:

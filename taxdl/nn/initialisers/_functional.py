@@ -42,10 +42,7 @@ def _positive(value, name: str, who: str):
     the error; a JAX array (e.g. traced) is used as given."""
     if isinstance(value, jax.Array):
         return value
-    try:
-        return check_real(value, name, low=0, low_open=True)
-    except (TypeError, ValueError) as err:
-        raise type(err)(f"{who}: {err}") from None
+    return check_real(value, name, who=who, low=0, low_open=True)
 
 
 def _work(dtype):
