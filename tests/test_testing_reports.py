@@ -279,6 +279,27 @@ def test_a_distance_that_is_zero_in_every_draw_is_jittered_at_the_outputs_scale(
     assert out.rejected and out.probe.startswith("‖f(x) − f(x')‖")
 
 
+def test_a_cosine_that_is_one_value_near_zero_is_jittered_on_its_own_scale():
+    # An orthogonal map at two fixed inputs: cos∠(f(x), f(x')) is the same number in every
+    # draw (here 6e-4) up to float32 rounding (~1e-7, absolute), which for a transformed
+    # draw (one fixed element's products) is offset by ~1.5e-7; that is not a different
+    # law, while a cosine spread by 0.05 is
+    from taxdl.testing._stats import PAIR_NAMES, PROBE_COUNT, _probe_label, two_sample_test
+
+    rng = np.random.default_rng(0)
+    n = 1024
+    base = rng.standard_normal((n, PROBE_COUNT))
+    cos = PROBE_COUNT - len(PAIR_NAMES)  # cos∠(f(x), f(x')) of the first pair
+    assert _probe_label(cos, PROBE_COUNT).startswith("cos∠(f(x), f(x'))")
+    base[:, cos] = 6.2e-4 + 5e-8 * rng.standard_normal(n)
+    rounding, real = base.copy()[None], base.copy()[None]
+    rounding[0, :, cos] = 6.2e-4 + 1.5e-7 + 1.2e-7 * rng.standard_normal(n)
+    real[0, :, cos] = 6.2e-4 + 0.05 * rng.standard_normal(n)
+    assert not two_sample_test(base, rounding, 1e-3, np.random.default_rng(1)).rejected
+    out = two_sample_test(base, real, 1e-3, np.random.default_rng(1))
+    assert out.rejected and out.probe.startswith("cos∠(f(x), f(x'))")
+
+
 class KeyedDropout(AbstractPrimitive):
     """A random primitive whose call needs `key`, without an `as_function` hook."""
 

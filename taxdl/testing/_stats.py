@@ -83,7 +83,12 @@ def _probe_label(index: int, total: int) -> str:
 def _scale_columns(p: int) -> list[tuple[int, ...]]:
     """For each of `p` probes (the layout of `probe_samples`), the probe columns whose
     pooled mean magnitude sets its jitter: itself, except for the distance between the
-    outputs at a pair of inputs, which takes the norms (|f| for scalar outputs) at both."""
+    outputs at a pair of inputs, which takes the norms (|f| for scalar outputs) at both,
+    and the cosine between them, which takes none (an empty tuple: scale 1). A cosine is
+    scale-free and its rounding error absolute (~1e-7 in float32 whatever its value): a
+    law that gives it one value near 0 (an orthogonal map at two fixed inputs) would
+    otherwise be jittered below that error, and two samples that differ by rounding only
+    would be told apart."""
     scalar = p == len(INPUT_NAMES) * len(SCALAR_PROBE_NAMES) + len(PAIR_NAMES)
     names = SCALAR_PROBE_NAMES if scalar else PROBE_NAMES
     norm = len(names) - 1 if scalar else names.index("‖f(x)‖")
@@ -94,6 +99,8 @@ def _scale_columns(p: int) -> list[tuple[int, ...]]:
         if 0 <= k < len(PAIR_NAMES) and k % 2 == 1:
             a, b = PAIRS[k // 2]
             out.append((a * len(names) + norm, b * len(names) + norm))
+        elif 0 <= k < len(PAIR_NAMES) and not scalar:
+            out.append(())
         else:
             out.append((j,))
     return out
@@ -121,10 +128,12 @@ def two_sample_test(base: np.ndarray, moved: np.ndarray, alpha: float,
             keep_a, keep_b = a[np.isfinite(a)], b[np.isfinite(b)]
             if keep_a.size < 2 or keep_b.size < 2:
                 continue
-            pooled = np.concatenate([base[:, scale_columns[j]].ravel(),
-                                     moved[k][:, scale_columns[j]].ravel()])
-            pooled = pooled[np.isfinite(pooled)]
-            scale = (np.mean(np.abs(pooled)) if pooled.size else 0.0) + 1e-30
+            scale = 1.0
+            if scale_columns[j]:
+                cols = list(scale_columns[j])
+                pooled = np.concatenate([base[:, cols].ravel(), moved[k][:, cols].ravel()])
+                pooled = pooled[np.isfinite(pooled)]
+                scale = (np.mean(np.abs(pooled)) if pooled.size else 0.0) + 1e-30
             ja = keep_a + JITTER * scale * rng.standard_normal(keep_a.size)
             jb = keep_b + JITTER * scale * rng.standard_normal(keep_b.size)
             d = ks_statistic(ja, jb)
