@@ -204,6 +204,44 @@ def test_isotropic_extreme_magnitudes_float32():
         assert bool(jnp.all(jnp.isfinite(g))) and bool(jnp.isfinite(y))
 
 
+@pytest.mark.parametrize("dtype", [jnp.float32, jnp.float64])
+def test_isotropic_infinite_components(dtype):
+    """A row with infinite components points along their signs d (its other components
+    vanish beside them): a bounded σ gives σ(∞) d/‖d‖ (tanh, squash: 1; relu with R_∞:
+    R_∞), a linearly growing σ (relu, leaky, sinusoid: A(∞) = 1) keeps the infinite
+    components and its other components, as x − R₀x̂ does at r → ∞. The other rows of
+    the batch keep their values and finite gradients (derivatives at an infinite point
+    are not defined)."""
+    x = np.array([[np.inf, 1.0, 0.0], [-np.inf, np.inf, 2.0], [1.0, -2.0, 2.0]])
+    d = np.array([[1.0, 0, 0], [-1 / np.sqrt(2), 1 / np.sqrt(2), 0]])
+    cases = [(F.isotropic_tanh, 1.0, np.tanh), (F.squash, 1.0, lambda r: r * r / (1 + r * r)),
+             (ft.partial(F.isotropic_relu, r0=1.0, r_max=2.0), 2.0,
+              lambda r: np.clip(r - 1.0, 0, 2.0))]
+    linear = [ft.partial(F.isotropic_relu, r0=1.0), ft.partial(F.isotropic_leaky_relu,
+                                                                alpha=0.1, r0=1.0),
+              ft.partial(F.isotropic_sinusoid, lam=0.5),
+              ft.partial(F.isotropic_soft_leaky_relu, alpha=0.1, r0=1.0, delta=0.5)]
+    with jax.enable_x64(dtype == jnp.float64):
+        weights = jnp.arange(3.0, dtype=dtype)
+        xs = jnp.asarray(x, dtype)
+        for f, limit, sigma in cases:
+            y = np.asarray(jax.jit(f)(xs), np.float64)
+            np.testing.assert_allclose(y[:2], limit * d, rtol=1e-6, atol=1e-30)
+            np.testing.assert_allclose(y[2], _radial_np(x[2:], sigma)[0], rtol=1e-5)
+            g = jax.jit(jax.grad(lambda x: jnp.sum(f(x) * weights)))(xs)
+            assert np.all(np.isfinite(np.asarray(g)[2]))
+        for f in linear:
+            y = np.asarray(jax.jit(f)(xs), np.float64)
+            np.testing.assert_array_equal(y[:2], x[:2])  # x − (1 − α)R₀ d̂, to rounding
+            g = jax.jit(jax.grad(lambda x: jnp.sum(f(x) * weights)))(xs)
+            assert np.all(np.isfinite(np.asarray(g)[2]))
+    z = jnp.asarray([[complex(np.inf, 1.0), 2.0 + 0j], [1j, 1.0 + 0j]], jnp.complex64)
+    yz = np.asarray(F.unitary_isotropic(z))
+    np.testing.assert_allclose(yz[0], [1.0, 0.0], atol=1e-7)
+    np.testing.assert_allclose(yz[1], np.tanh(np.sqrt(2)) * np.array([1j, 1]) / np.sqrt(2),
+                               rtol=1e-6)
+
+
 def test_isotropic_vmap_equals_batch_and_dtypes():
     x = jnp.asarray(np.concatenate([X64, [1e25 * X64[0]]]), jnp.float32)
     module = tnn.IsotropicLeakyReLU(0.1, 1.0)

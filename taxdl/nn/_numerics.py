@@ -95,6 +95,16 @@ def _power_of_two_scale(m: Array) -> Array:
     return jnp.ldexp(jnp.ones_like(m), -e)
 
 
+def infinite_signs(x: Inexact[Array, "*b n"]) -> Inexact[Array, "*b n"]:
+    """±1 at the infinite components of `x` (per real and imaginary part), 0 elsewhere."""
+    def part(t):
+        return jnp.where(jnp.isinf(t), jnp.sign(t), 0).astype(t.dtype)
+
+    if jnp.iscomplexobj(x):
+        return jax.lax.complex(part(jnp.real(x)), part(jnp.imag(x)))
+    return part(x)
+
+
 def scaled_norm(x: Inexact[Array, "*b n"], then=None):
     """Row norms of `x` (over the last axis) in a form that never overflows.
 
@@ -104,32 +114,41 @@ def scaled_norm(x: Inexact[Array, "*b n"], then=None):
     trusted range (see `sum_of_squares_bounds`) or exactly 0 take the fast path $p = 1$;
     only when some row is outside it (|x| ≳ 1e12 or ≲ 1e-12 in float32) is a second,
     max-scaled pass made (`lax.cond` on the whole batch, so the common case costs one
-    reduction). With `then`, returns `then(r, p, rs)` computed inside both branches (so
-    per-row follow-up work fuses with the norm's). `x` must be float32/float64 or
+    reduction). A row with an infinite (real or imaginary) component has r = r_s = ∞
+    and p = 1. With `then`, returns `then(r, p, rs, u)` computed inside both branches (so
+    per-row follow-up work fuses with the norm's), where u is 1/‖d‖ for d the signs of
+    the row's infinite components (the direction it points in; 0 for rows without, and
+    only computed when the max-scaled pass is made). `x` must be float32/float64 or
     complex64/complex128. Not differentiable: callers define their own derivative rules.
     """
     sq = x * x if not jnp.iscomplexobj(x) else jnp.real(x * jnp.conj(x))
     s = jnp.sum(sq, axis=-1)
     lo, hi = sum_of_squares_bounds(s.dtype)
     ok = (s == 0) | ((s >= lo) & (s <= hi)) | jnp.isnan(s)
-    then = then if then is not None else (lambda r, p, rs: (r, p, rs))
+    then = then if then is not None else (lambda r, p, rs, u: (r, p, rs, u))
 
     def fast(x, s, ok):
         # finite slope at s = 0, where the rules that call this (differentiated again
         # for second derivatives) multiply it by ds = 0
         rs = sqrt_or_zero(s)
-        return then(rs, jnp.ones_like(rs), rs)
+        return then(rs, jnp.ones_like(rs), rs, jnp.zeros_like(rs))
 
     def rescue(x, s, ok):
         m = jnp.max(jnp.abs(x), axis=-1)
         p = _power_of_two_scale(m)
-        xs = x * p[..., None].astype(x.dtype)
-        sqs = xs * xs if not jnp.iscomplexobj(x) else jnp.real(xs * jnp.conj(xs))
+        if jnp.iscomplexobj(x):  # part by part: a complex product turns ∞ into ∞ + NaN·i
+            xs = jax.lax.complex(jnp.real(x) * p[..., None], jnp.imag(x) * p[..., None])
+            sqs = jnp.real(xs * jnp.conj(xs))
+        else:
+            xs = x * p[..., None].astype(x.dtype)
+            sqs = xs * xs
         rs_slow = jnp.sqrt(jnp.sum(sqs, axis=-1))
         rs_fast = jnp.sqrt(s)
         p = jnp.where(ok, 1, p)
         rs = jnp.where(ok, rs_fast, rs_slow)
-        return then(rs / p, p, rs)
+        signs = infinite_signs(x)
+        count = jnp.sum(jnp.real(signs * jnp.conj(signs)), axis=-1)
+        return then(rs / p, p, rs, inverse_or_zero(jnp.sqrt(count)))
 
     if x.size == 0:
         return fast(x, s, ok)

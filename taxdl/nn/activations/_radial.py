@@ -23,44 +23,65 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Inexact
 
-from .._numerics import compute_dtype, inverse_or_zero, scaled_norm
+from .._numerics import compute_dtype, infinite_signs, inverse_or_zero, scaled_norm
 
 Profile = Callable[[Array], tuple[Array, Array, Array]]
 
 
-def _coefficients(r, p, rs, profile: Profile, derivative: bool):
-    """Per-row coefficients: the value is $(p x)\\,q$ with $q = A/p + B/r_s$; the
-    derivative uses $g = σ/r$, $k = σ' - g$ and $1/r$ (underflowing only for r ≳ 1e38 in
-    float32, where the Jacobian is ≈ 0 anyway)."""
+def _coefficients(r, p, rs, u, profile: Profile, derivative: bool):
+    """Per-row coefficients: the value is $(p x)\\,q$ with $q = A/p + B/r_s$ (and `u`,
+    see `_value`); the derivative uses $g = σ/r$, $k = σ' - g$ and $1/r$ (underflowing
+    only for r ≳ 1e38 in float32, where the Jacobian is ≈ 0 anyway)."""
     a, b, dsig = profile(r)
     inv = inverse_or_zero(rs)
     q = a / p + b * inv
     if not derivative:
-        return p, q
+        return p, q, u
     inv_r = p * inv
     g = a + b * inv_r
-    return p, q, g, dsig - g, inv_r
+    return p, q, u, g, dsig - g, inv_r
 
 
-def _value(x, p, q):
-    return (x * p[..., None].astype(x.dtype)) * q[..., None].astype(x.dtype)
+def _value(x, p, q, u, profile: Profile):
+    """$(p x)\\,q$, and at infinite components of x (r = ∞) the limit
+    $A(∞)\\,x + B(∞)\\,\\hat d$ with $\\hat d = d\\,u$ the unit vector of their signs
+    (`infinite_signs`): ±∞ where σ grows linearly, σ(∞) d̂ where it is bounded (the
+    other components of such a row are $A(∞) x_i$, as $(p x) q$ gives them). The
+    selects join the pass that writes y (no extra pass over x)."""
+    y = (x * p[..., None].astype(x.dtype)) * q[..., None].astype(x.dtype)
+    with jax.ensure_compile_time_eval():  # σ's limit, a constant unless σ holds tracers
+        a_inf, b_inf, _ = profile(jnp.asarray(jnp.inf, jnp.real(x).dtype))
+        try:
+            grows = bool(a_inf != 0)
+        except jax.errors.ConcretizationTypeError:
+            grows = False
+    if grows and not jnp.iscomplexobj(x):
+        return y  # q = A(∞)/p there: (p x) q is already ±∞
+    signs = infinite_signs(x) * (b_inf * u)[..., None].astype(x.dtype)
+    if jnp.iscomplexobj(x):  # A(∞)·x part by part: a complex product would give ∞·0
+        linear = jax.lax.complex(a_inf * jnp.real(x), a_inf * jnp.imag(x))
+    else:
+        linear = a_inf * x
+    return jnp.where(jnp.isinf(x), jnp.where(a_inf != 0, linear, signs), y)
 
 
 @ft.partial(jax.custom_jvp, nondiff_argnums=(1,))
 def _radial(x, profile: Profile):
-    p, q = scaled_norm(x, ft.partial(_coefficients, profile=profile, derivative=False))
-    return _value(x, p, q)
+    p, q, u = scaled_norm(x, ft.partial(_coefficients, profile=profile, derivative=False))
+    return _value(x, p, q, u, profile)
 
 
 @_radial.defjvp
 def _radial_jvp(profile, primals, tangents):
     (x,), (dx,) = primals, tangents
-    p, q, g, k, inv_r = scaled_norm(
+    p, q, u, g, k, inv_r = scaled_norm(
         x, ft.partial(_coefficients, profile=profile, derivative=True))
-    y = _value(x, p, q)
+    y = _value(x, p, q, u, profile)
     ir = inv_r[..., None].astype(x.dtype)
     # x̂·dx = (Σ x dx)/r and the rank-one term (k x̂·dx) x̂ = (x/r)(k x̂·dx): written on x
-    # itself (no materialised x̂ or x·p), in the same shape as a plain autodiff graph
+    # itself (no materialised x̂ or x·p), in the same shape as a plain autodiff graph, so
+    # that XLA computes y and the cotangent in one pass. (A row with an infinite
+    # component gets NaN derivatives: guarding x here costs that pass.)
     if jnp.iscomplexobj(x):
         dot = jnp.sum(jnp.real(jnp.conj(x) * dx), axis=-1) * inv_r
     else:
