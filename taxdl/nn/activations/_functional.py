@@ -129,8 +129,8 @@ def isotropic(x: Float[Array, "*b n"], sigma: Callable) -> Float[Array, "*b n"]:
     $σ(0) = 0$ and be differentiable at 0 (the Jacobian at the origin is $σ'(0) I$).
     The kernel is compiled once per σ (compared as a dictionary key: the same function
     or `functools.partial` object), shape and dtype; a σ that cannot be hashed (a module
-    holding arrays) is compiled at each call. σ is a fixed function: derivatives are
-    taken with respect to `x` only, and arrays that σ holds receive a zero gradient.
+    holding arrays) is not compiled as a kernel: JAX differentiates through it, so that
+    arrays σ holds (trainable parameters of an Equinox module) receive their gradients.
     """
     _check_callable(sigma, "sigma")
     return _radial_real(x, R.bound(R.callable_profile, sigma=sigma), "isotropic")

@@ -21,9 +21,11 @@ from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, Inexact
 
-from .._numerics import compute_dtype, infinite_signs, inverse_or_zero, scaled_norm
+from .._numerics import (compute_dtype, infinite_signs, inverse_or_zero, scaled_norm,
+                         unit_and_norm)
 
 Profile = Callable[[Array], tuple[Array, Array, Array]]
 
@@ -113,8 +115,33 @@ def radial(x: Inexact[Array, "*b n"], profile: Profile) -> Inexact[Array, "*b n"
     must be hashable and should compare equal when its parameters do (a module-level
     function, or one bound by `bound`): the kernel is compiled once per profile, shape and
     dtype, so that calls outside `jax.jit` cost one dispatch.
+
+    A profile holding arrays (a σ that is an Equinox module with parameters, or a
+    `functools.partial` over arrays) is differentiated by JAX itself instead, through
+    $A(r)\\,x + B(r)\\,\\hat x$ with an overflow-free norm, so that σ's arrays receive
+    their gradients (the written-out rule is for σ fixed).
     """
+    if _holds_arrays(profile):
+        return _radial_autodiff(x, profile)
     return _radial_compiled(x, profile)
+
+
+def _holds_arrays(fn) -> bool:
+    if isinstance(fn, ft.partial):
+        return any(_holds_arrays(part) for part in (fn.func, *fn.args, *fn.keywords.values()))
+    return any(isinstance(leaf, (jax.Array, np.ndarray))
+               for leaf in jax.tree_util.tree_leaves(fn))
+
+
+def _radial_autodiff(x, profile: Profile):
+    dtype = x.dtype
+    work = compute_dtype(dtype)
+    if jnp.iscomplexobj(x):
+        work = jnp.complex128 if work == jnp.float64 else jnp.complex64
+    unit, r = unit_and_norm(x.astype(work))
+    a, b, _ = profile(r)
+    y = a[..., None].astype(work) * x.astype(work) + b[..., None].astype(work) * unit
+    return y.astype(dtype)
 
 
 @ft.partial(jax.jit, static_argnums=1)
