@@ -3,6 +3,7 @@ the papers' formulas (isotropic paper eqs 15–21, capsule squash), on random an
 inputs; Jacobians against closed forms and finite differences; dtypes; bad input."""
 
 import functools as ft
+import warnings
 
 import equinox as eqx
 import jax
@@ -268,6 +269,14 @@ def test_isotropic_sigma_with_parameters_gets_its_gradient():
         np.testing.assert_allclose(float(grad), expect, rtol=1e-10)
         jac = jax.jacfwd(lambda v: F.isotropic(v, sigma))(jnp.zeros(5, jnp.float64))
         np.testing.assert_allclose(np.asarray(jac), 0.7 * np.eye(5), rtol=1e-6)
+    # the modules keep σ static: one holding arrays is refused, not silently left untrained
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # Equinox's own warning about a static array
+        for make, who in ((lambda: tnn.Isotropic(sigma), "Isotropic"),
+                          (lambda: tnn.Bloch(sigma), "Bloch"),
+                          (lambda: tnn.LatticeIsotropic(sigma=sigma), "LatticeIsotropic")):
+            with pytest.raises(TypeError, match=f"{who}: `sigma` holds arrays"):
+                make()
 
 
 def test_isotropic_vmap_equals_batch_and_dtypes():

@@ -12,12 +12,7 @@ from jaxtyping import Array, Complex, Float
 from ...groups import SU2, Lorentz, MonomialUnitary, Phase, Unitary
 from ...taxonomy import AbstractActivation, Cell, Signature, Taxonomy, register, signature
 from . import _functional as F
-from ._common import fixed
-
-
-def _check_optional(fn, name):
-    if fn is not None and not callable(fn):
-        raise TypeError(f"`{name}` must be a callable or None, got {fn!r}.")
+from ._common import fixed, static_callable
 
 
 @register(family="activation", formula="σ(x†x) x/√(x†x)", reference="isotropic paper eq 28")
@@ -37,7 +32,8 @@ class UnitaryIsotropic(AbstractActivation):
     taxonomy: ClassVar[Taxonomy] = fixed(Unitary())
 
     def __check_init__(self):
-        _check_optional(self.sigma, "sigma")
+        static_callable(self.sigma, "sigma", "UnitaryIsotropic", optional=True,
+                        functional="unitary_isotropic")
 
     @named_scope("taxdl.UnitaryIsotropic")
     def __call__(self, x: Complex[Array, "*b n"], *, key=None) -> Complex[Array, "*b n"]:
@@ -65,7 +61,8 @@ class PhaseElementwise(AbstractActivation):
         MonomialUnitary(), note="contains the paper's Sₙ×U(1): per-coordinate phases commute")
 
     def __check_init__(self):
-        _check_optional(self.sigma, "sigma")
+        static_callable(self.sigma, "sigma", "PhaseElementwise", optional=True,
+                        functional="phase_elementwise")
 
     @named_scope("taxdl.PhaseElementwise")
     def __call__(self, x: Complex[Array, "*b n"], *, key=None) -> Complex[Array, "*b n"]:
@@ -96,7 +93,7 @@ class Bloch(AbstractActivation):
         note="SU(2) on ℂ² → SO(3) on ℝ³; global phases are invariances")
 
     def __check_init__(self):
-        _check_optional(self.sigma, "sigma")
+        static_callable(self.sigma, "sigma", "Bloch", optional=True, functional="bloch")
 
     @named_scope("taxdl.Bloch")
     def __call__(self, x: Complex[Array, "*b 2"], *, key=None) -> Float[Array, "*b 3"]:
@@ -122,7 +119,7 @@ class LorentzIsotropic(AbstractActivation):
     taxonomy: ClassVar[Taxonomy] = fixed(Lorentz())
 
     def __check_init__(self):
-        _check_optional(self.phi, "phi")
+        static_callable(self.phi, "phi", "LorentzIsotropic", optional=True)
 
     @named_scope("taxdl.LorentzIsotropic")
     def __call__(self, x: Float[Array, "*b n"], *, key=None) -> Float[Array, "*b n"]:

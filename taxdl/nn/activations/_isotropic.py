@@ -17,7 +17,7 @@ from ...groups import Affine, Orthogonal
 from ...taxonomy import AbstractActivation, Taxonomy, maps_rays, register
 from ..._types import check_real
 from . import _functional as F
-from ._common import fixed
+from ._common import fixed, static_callable
 
 _O = fixed(Orthogonal())
 _IDENTITY = fixed(Affine(), note="these hyperparameters make it the identity map")
@@ -52,7 +52,10 @@ class Isotropic(AbstractActivation):
     **Arguments:**
 
     - `sigma`: a hashable callable (named function or `functools.partial`) mapping an
-      array of norms $r \\ge 0$ to $σ(r)$ elementwise.
+      array of norms $r \\ge 0$ to $σ(r)$ elementwise. It is a fixed hyperparameter
+      (a static field), so one holding arrays is refused; a σ with trainable parameters
+      goes through [`isotropic`][taxdl.nn.functional.isotropic], called from a module
+      that holds σ as a field.
 
     **Symmetry:** algebraically O(n)-equivariant for every σ; a particular σ can have
     more (σ(r) = r is the identity).
@@ -63,8 +66,7 @@ class Isotropic(AbstractActivation):
         Orthogonal(), note="O(n) for every σ; σ(r) = cr makes it linear (GL(n))")
 
     def __check_init__(self):
-        if not callable(self.sigma):
-            raise TypeError(f"`sigma` must be a callable radial function, got {self.sigma!r}.")
+        static_callable(self.sigma, "sigma", "Isotropic", functional="isotropic")
 
     @named_scope("taxdl.Isotropic")
     def __call__(self, x: Float[Array, "*b n"], *, key=None) -> Float[Array, "*b n"]:

@@ -24,12 +24,7 @@ from ...taxonomy import (
 )
 from ..._types import check_int, check_real
 from . import _functional as F
-from ._common import fixed
-
-
-def _check_sigma(sigma):
-    if not callable(sigma):
-        raise TypeError(f"`sigma` must be a callable radial function, got {sigma!r}.")
+from ._common import fixed, static_callable
 
 
 @register(family="activation", formula="σ(‖x‖) Φ(x̂; α), Φ = [αx̂]/α + β(x̂ − [αx̂]/α)",
@@ -65,7 +60,7 @@ class QuasiIsotropic(AbstractActivation):
             raise ValueError("`beta` must differ from 1 (beta = 1 is the isotropic form).")
         if not isinstance(self.normalise, bool):
             raise TypeError(f"`normalise` must be a bool, got {self.normalise!r}.")
-        _check_sigma(self.sigma)
+        static_callable(self.sigma, "sigma", type(self).__name__)
 
     @named_scope("taxdl.QuasiIsotropic")
     def __call__(self, x: Float[Array, "*b n"], *, key=None) -> Float[Array, "*b n"]:
@@ -107,7 +102,7 @@ class LatticeIsotropic(AbstractActivation):
                                  f"{self.k!r}.")
         elif self.k is not None:
             raise ValueError(f"`k` only applies to lattice='polygon', got k={self.k!r}.")
-        _check_sigma(self.sigma)
+        static_callable(self.sigma, "sigma", type(self).__name__)
 
     @property
     def taxonomy(self) -> Taxonomy:
@@ -177,7 +172,7 @@ class TrainableDirection(AbstractActivation):
         in_features = check_int(in_features, "in_features", who=who)
         m = check_int(4 * in_features if num_directions is None else num_directions,
                       "num_directions", who=who)
-        _check_sigma(sigma)
+        static_callable(sigma, "sigma", "TrainableDirection")
         self.floor = check_real(floor, "floor", low=0, high=1, low_open=True)
         self.in_features, self.sigma = in_features, sigma
         self.directions = jax.random.normal(key, (m, in_features), dtype)

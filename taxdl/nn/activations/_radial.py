@@ -121,14 +121,16 @@ def radial(x: Inexact[Array, "*b n"], profile: Profile) -> Inexact[Array, "*b n"
     $A(r)\\,x + B(r)\\,\\hat x$ with an overflow-free norm, so that σ's arrays receive
     their gradients (the written-out rule is for σ fixed).
     """
-    if _holds_arrays(profile):
+    if holds_arrays(profile):
         return _radial_autodiff(x, profile)
     return _radial_compiled(x, profile)
 
 
-def _holds_arrays(fn) -> bool:
+def holds_arrays(fn) -> bool:
+    """Whether `fn` (a function, `functools.partial` or pytree such as an Equinox module)
+    holds JAX or NumPy arrays."""
     if isinstance(fn, ft.partial):
-        return any(_holds_arrays(part) for part in (fn.func, *fn.args, *fn.keywords.values()))
+        return any(holds_arrays(part) for part in (fn.func, *fn.args, *fn.keywords.values()))
     return any(isinstance(leaf, (jax.Array, np.ndarray))
                for leaf in jax.tree_util.tree_leaves(fn))
 
