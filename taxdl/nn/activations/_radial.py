@@ -19,9 +19,9 @@ elementwise pass, and which is finite at the zero vector ($J = σ'(0) I$).
 import functools as ft
 from collections.abc import Callable
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
-import numpy as np
 from jaxtyping import Array, Inexact
 
 from .._numerics import (compute_dtype, infinite_signs, inverse_or_zero, scaled_norm,
@@ -56,7 +56,7 @@ def _value(x, p, q, u, profile: Profile):
         try:
             grows = bool(a_inf != 0)
         except jax.errors.ConcretizationTypeError:
-            grows = False
+            grows = False  # not known at trace time: the select below decides
     if grows and not jnp.iscomplexobj(x):
         return y  # q = A(∞)/p there: (p x) q is already ±∞
     signs = infinite_signs(x) * (b_inf * u)[..., None].astype(x.dtype)
@@ -131,28 +131,28 @@ def holds_arrays(fn) -> bool:
     holds JAX or NumPy arrays."""
     if isinstance(fn, ft.partial):
         return any(holds_arrays(part) for part in (fn.func, *fn.args, *fn.keywords.values()))
-    return any(isinstance(leaf, (jax.Array, np.ndarray))
-               for leaf in jax.tree_util.tree_leaves(fn))
+    return any(eqx.is_array(leaf) for leaf in jax.tree_util.tree_leaves(fn))
+
+
+def _work_dtype(x):
+    """The dtype the kernel computes `x` in (see `compute_dtype`), complex for complex x."""
+    work = compute_dtype(x.dtype)
+    if jnp.iscomplexobj(x):
+        return jnp.complex128 if work == jnp.float64 else jnp.complex64
+    return work
 
 
 def _radial_autodiff(x, profile: Profile):
-    dtype = x.dtype
-    work = compute_dtype(dtype)
-    if jnp.iscomplexobj(x):
-        work = jnp.complex128 if work == jnp.float64 else jnp.complex64
-    unit, r = unit_and_norm(x.astype(work))
+    z = x.astype(_work_dtype(x))
+    unit, r = unit_and_norm(z)
     a, b, _ = profile(r)
-    y = a[..., None].astype(work) * x.astype(work) + b[..., None].astype(work) * unit
-    return y.astype(dtype)
+    return (a[..., None].astype(z.dtype) * z + b[..., None].astype(z.dtype) * unit
+            ).astype(x.dtype)
 
 
 @ft.partial(jax.jit, static_argnums=1)
 def _radial_compiled(x, profile: Profile):
-    dtype = x.dtype
-    work = compute_dtype(dtype)
-    if jnp.iscomplexobj(x):
-        work = jnp.complex128 if work == jnp.float64 else jnp.complex64
-    return _radial(x.astype(work), profile).astype(dtype)
+    return _radial(x.astype(_work_dtype(x)), profile).astype(x.dtype)
 
 
 # ============================================================================ profiles
