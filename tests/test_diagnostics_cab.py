@@ -74,7 +74,8 @@ def test_theorem_3_7_bound():
 def test_cab_change_after_a_perturbation():
     gmp = tnn.GmPLinear(2, 4, key=jax.random.key(0))
     gmp = eqx.tree_at(lambda l: l.lam, gmp, jnp.asarray([0.5, -1.0, 0.2, 0.0]))
-    moved = eqx.tree_at(lambda l: (l.theta, l.lam), gmp, (gmp.theta + 0.01, gmp.lam + 0.1))
+    moved = eqx.tree_at(lambda l: (l.theta_t, l.lam), gmp,
+                        (gmp.theta_t + 0.01, gmp.lam + 0.1))
     change = D.cab_change(gmp, moved)
     # in 2-D the direction angle is θ itself: each boundary turns by exactly 0.01
     np.testing.assert_allclose(np.asarray(change.angle), 0.01, rtol=1e-3)

@@ -2,6 +2,8 @@
 initialisation (Remark 3.5), GmPConv and Input Mean Normalisation (Remark 3.6), against
 independent NumPy float64 evaluations of the paper's formulas."""
 
+import re
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -168,21 +170,47 @@ def test_layer_float64_and_batched_pure_function():
 
 
 def test_directions_built_once_under_vmap():
-    layer = GmPLinear(6, 5, key=jax.random.key(0))
+    layer = GmPLinear(6, 4, key=jax.random.key(0))
     xs = jnp.ones((7, 6))
     jaxpr = jax.make_jaxpr(jax.vmap(layer))(xs)
-    calls = [e for e in jaxpr.jaxpr.eqns if e.params.get("name") == "_direction_parts"]
+    calls = [e for e in jaxpr.jaxpr.eqns if e.params.get("name") == "direction_parts_t"]
     assert len(calls) == 1, "the directions should be built by one call"
     (eqn,) = calls
-    assert [v.aval.shape for v in eqn.invars] == [(5, 5)]
-    # u_{1..5} and u_6 of the 5 units, unbatched
-    assert [v.aval.shape for v in eqn.outvars] == [(5, 5), (5,)], "u(θ) was built per example"
+    assert [v.aval.shape for v in eqn.invars] == [(5, 4)]
+    # u_{1..5} and u_6 of the 4 units, unbatched
+    assert [v.aval.shape for v in eqn.outvars] == [(5, 4), (4,)], "u(θ) was built per example"
+
+
+def test_angles_are_stored_one_column_per_unit_and_nothing_is_transposed():
+    layer = GmPLinear(6, 4, key=jax.random.key(0))
+    assert layer.theta_t.shape == (5, 4) and layer.theta.shape == (4, 5)
+    np.testing.assert_array_equal(np.asarray(layer.theta), np.asarray(layer.theta_t).T)
+    # row i of direction() is u(θ_i) of the i-th column of theta_t
+    np.testing.assert_allclose(np.asarray(layer.direction()),
+                               u_ref(np.asarray(layer.theta_t).T), atol=1e-6)
+    xs = jax.random.normal(jax.random.key(1), (3, 6))
+    grads = eqx.filter_grad(lambda l: jnp.sum(jax.vmap(l)(xs) ** 2))(layer)
+    assert grads.theta_t.shape == (5, 4)
+    with pytest.raises(AttributeError, match="replace `theta_t`"):
+        eqx.tree_at(lambda l: l.theta, layer, layer.theta + 1)
+    # forward and backward work in the stored layout: the compiled program has no
+    # transposition of an array of the angles' size (neither a transpose nor a copy into
+    # the column-major layout {0,1})
+    params, static = eqx.partition(layer, eqx.is_inexact_array)
+
+    def loss(p):
+        return jnp.sum(jax.vmap(eqx.combine(p, static))(xs) ** 2)
+
+    hlo = jax.jit(jax.value_and_grad(loss)).lower(params).compile().as_text()
+    moves = [line.strip() for line in hlo.splitlines()
+             if re.search(r"f32\[(5,4|4,5)\](\S* transpose|\{0,1\} copy)\(", line)]
+    assert moves == [], moves
 
 
 def test_gradients_finite_at_vanishing_sines():
     layer = GmPLinear(4, 3, key=jax.random.key(0))
     theta = jnp.asarray([[0.0, 0.0, 0.0], [np.pi, 0.0, np.pi], [0.5, np.pi, 0.0]], jnp.float32)
-    layer = eqx.tree_at(lambda l: (l.theta, l.lam), layer, (theta, jnp.full(3, 0.5)))
+    layer = eqx.tree_at(lambda l: (l.theta_t, l.lam), layer, (theta.T, jnp.full(3, 0.5)))
     x = jnp.asarray([0.3, -1.0, 2.0, 0.5])
     grads = grad_sum_sq(layer, x)
     for leaf in jax.tree.leaves(grads):
@@ -192,7 +220,7 @@ def test_gradients_finite_at_vanishing_sines():
     z = relu(pre)
     for i in range(3):
         expected = 2 * z[i] * (pre[i] > 0) * (jacobian_ref(np.asarray(theta[i])).T @ np.asarray(x))
-        np.testing.assert_allclose(np.asarray(grads.theta[i]), expected, atol=1e-5)
+        np.testing.assert_allclose(np.asarray(grads.theta_t[:, i]), expected, atol=1e-5)
 
 
 def test_one_input_feature():

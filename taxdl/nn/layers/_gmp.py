@@ -40,7 +40,13 @@ from ...taxonomy import (
 from ..._types import check_int
 from ..normalisers._checks import check_momentum
 from ..normalisers._stateful import _gaussian_batch
-from ._gmp_functional import direction_matrix_t, gmp_angles, gmp_linear, input_mean_norm
+from ._gmp_functional import (
+    direction_columns,
+    direction_matrix_t,
+    gmp_angles,
+    input_mean_norm,
+    units_t,
+)
 
 SIGN_DTYPE = jnp.int8  # the fixed ±1 directions of 1-D units: not a trainable parameter
 
@@ -109,11 +115,12 @@ def _init_units(key, out: int, n: int, dtype):
     """Remark 3.5: directions uniform on $S^{n-1}$ as the angles of Gaussian vectors
     (uniform angles would not be uniform on the sphere, and at n = 1024 the product of
     their sines underflows most weights to 0 in float32), λ = 0, r = 1. For n = 1: fixed
-    signs ±1 with probability ½. Returns (θ, λ, r, sign)."""
+    signs ±1 with probability ½. Returns (θᵀ, λ, r, sign), the angles one column per
+    unit (the layers' layout)."""
     w = jax.random.normal(key, (out, n), dtype)
     theta, _ = gmp_angles(w)
     sign = jnp.where(w[:, 0] < 0, -1, 1).astype(SIGN_DTYPE) if n == 1 else None
-    return theta, jnp.zeros((out,), dtype), jnp.ones((out,), dtype), sign
+    return theta.T, jnp.zeros((out,), dtype), jnp.ones((out,), dtype), sign
 
 
 def _from_cartesian(weight, bias, who: str):
@@ -148,6 +155,18 @@ def _from_cartesian(weight, bias, who: str):
     return theta, lam, radius, sign
 
 
+def _angle_rows(layer, who: str):
+    """`layer.theta_t` transposed (the angles one row per unit); a clear error where a
+    field is expected (e.g. `eqx.tree_at(lambda l: l.theta, ...)`)."""
+    theta_t = layer.theta_t
+    if not hasattr(theta_t, "T"):
+        raise AttributeError(
+            f"{who}.theta is a transposed copy of the field `theta_t`, not a field: to "
+            "replace the angles, replace `theta_t` (shape (in−1, out), one column per "
+            "unit), e.g. eqx.tree_at(lambda l: l.theta_t, layer, theta.T).")
+    return theta_t.T
+
+
 # ============================================================================ GmPLinear
 class GmPLinear(AbstractLayer):
     """A layer of Geometric Parameterization units (GmP paper eq 13):
@@ -160,6 +179,12 @@ class GmPLinear(AbstractLayer):
 
     Initialisation (Remark 3.5): directions uniform on the sphere (the angles of Gaussian
     vectors), λ = 0, r = 1, independent of the layer size.
+
+    Storage: the angles of unit i are column i of the field `theta_t`, shape
+    `(in_features − 1, out_features)`, the layout in which u(θ) is built, forward and
+    backward, without transposing (gradients and optimiser states have this layout too);
+    the property `theta` gives them one row per unit, `(out_features, in_features − 1)`,
+    as the paper writes them (a transposed copy: to set angles, replace `theta_t`).
 
     With `in_features = 1` there are no angles (θ has shape `(out, 0)`) and each unit's
     direction is a fixed sign ±1 (the field `sign`, drawn uniformly; the paper's 1-D
@@ -194,7 +219,7 @@ class GmPLinear(AbstractLayer):
     [`to_weights`][taxdl.nn.GmPLinear.to_weights].
     """
 
-    theta: Float[Array, "out m"]
+    theta_t: Float[Array, "m out"]
     lam: Float[Array, " out"]
     r: Float[Array, " out"]
     sign: Int[Array, " out"] | None
@@ -214,8 +239,14 @@ class GmPLinear(AbstractLayer):
                                              _POSITIVELY_HOMOGENEOUS)
         self.odd = _known(activation, odd, _ODD)
         dtype = _floating(dtype, "GmPLinear")
-        self.theta, self.lam, self.r, self.sign = _init_units(key, out_features, in_features,
-                                                              dtype)
+        self.theta_t, self.lam, self.r, self.sign = _init_units(key, out_features,
+                                                                in_features, dtype)
+
+    @property
+    def theta(self) -> Float[Array, "out m"]:
+        """The angles one row per unit, `(out_features, in_features − 1)` (a transposed
+        copy of `theta_t`)."""
+        return _angle_rows(self, "GmPLinear")
 
     @property
     def taxonomy(self) -> Taxonomy:
@@ -230,11 +261,11 @@ class GmPLinear(AbstractLayer):
             raise ValueError(
                 f"GmPLinear expects one unbatched input of shape ({self.in_features},), got "
                 f"{x.shape}; use jax.vmap for batches.")
-        return gmp_linear(x, self.theta, self.lam, self.r, self.activation, self.sign)
+        return units_t(x, self.theta_t, self.lam, self.r, self.activation, self.sign)
 
     def direction(self) -> Float[Array, "out in"]:
         """The unit directions $u(θ_i)$ as rows, shape `(out, in)` (eq 11)."""
-        return direction_matrix_t(self.theta, self.sign).T
+        return direction_columns(self.theta_t, self.sign).T
 
     def spatial_locations(self) -> Float[Array, "out in"]:
         """The spatial locations of the units' activation boundaries,
@@ -262,8 +293,7 @@ class GmPLinear(AbstractLayer):
         out, n = jnp.shape(weight)
         layer = cls(n, out, activation, key=jax.random.key(0), dtype=theta.dtype,
                     positively_homogeneous=positively_homogeneous, odd=odd)
-        return eqx.tree_at(lambda l: (l.theta, l.lam, l.r, l.sign), layer,
-                           (theta, lam, r, sign), is_leaf=lambda x: x is None)
+        return _replace_units(layer, (theta, lam, r, sign))
 
     @classmethod
     def from_linear(cls, linear, activation: Callable = jax.nn.relu, *,
@@ -327,7 +357,9 @@ class GmPConv(AbstractLayer):
     (GmP paper eq 13 applied to patches; the convolutional GmP of its ImageNet
     experiments). Channels-first like `eqx.nn.Conv2d`: input `(in_channels, H, W)`,
     output `(out_channels, H', W')`. Initialisation as [`GmPLinear`][taxdl.nn.GmPLinear]
-    (filter directions uniform on the sphere, λ = 0, r = 1).
+    (filter directions uniform on the sphere, λ = 0, r = 1), and so is the storage: the
+    angles of filter o are column o of `theta_t`, shape `(fan_in − 1, out_channels)` with
+    fan_in = in_channels·kh·kw (the property `theta` gives them one row per filter).
 
     **Symmetry** (the group acting on channels, at every pixel): as `GmPLinear`: closure
     Sₙ⋉(ℝ×)ⁿ / Aff (E(n) for σ not positively homogeneous) / Sₙ⋉(ℝ×)ⁿ (Bₙ), with GL (O(n))
@@ -344,7 +376,7 @@ class GmPConv(AbstractLayer):
     - `activation`, `positively_homogeneous`, `odd`, `key`, `dtype`: as `GmPLinear`.
     """
 
-    theta: Float[Array, "out m"]
+    theta_t: Float[Array, "m out"]
     lam: Float[Array, " out"]
     r: Float[Array, " out"]
     sign: Int[Array, " out"] | None
@@ -375,7 +407,14 @@ class GmPConv(AbstractLayer):
         self.odd = _known(activation, odd, _ODD)
         dtype = _floating(dtype, who)
         fan_in = self.in_channels * self.kernel_size[0] * self.kernel_size[1]
-        self.theta, self.lam, self.r, self.sign = _init_units(key, out_channels, fan_in, dtype)
+        self.theta_t, self.lam, self.r, self.sign = _init_units(key, out_channels, fan_in,
+                                                                dtype)
+
+    @property
+    def theta(self) -> Float[Array, "out m"]:
+        """The angles one row per unit (filter), `(out_channels, fan_in − 1)` (a
+        transposed copy of `theta_t`)."""
+        return _angle_rows(self, "GmPConv")
 
     @property
     def taxonomy(self) -> Taxonomy:
@@ -384,8 +423,12 @@ class GmPConv(AbstractLayer):
 
     def filters(self) -> Float[Array, "out c kh kw"]:
         """The unit-norm filters $u(θ_o)$, shape `(out, in, kh, kw)`."""
-        u = direction_matrix_t(self.theta, self.sign).T
-        return u.reshape(self.out_channels, self.in_channels, *self.kernel_size)
+        return jnp.moveaxis(self._filters_ihwo(), -1, 0)
+
+    def _filters_ihwo(self) -> Float[Array, "c kh kw out"]:
+        # the directions as columns, (fan_in, out), need no transposition as IHWO filters
+        u = direction_columns(self.theta_t, self.sign)
+        return u.reshape(self.in_channels, *self.kernel_size, self.out_channels)
 
     @named_scope("taxdl.GmPConv")
     def __call__(self, x: Real[Array, "c h w"], *, key=None) -> Float[Array, "o hh ww"]:
@@ -398,15 +441,15 @@ class GmPConv(AbstractLayer):
                              "batches.")
         # integer images are promoted to the parameters' dtype (casting the unit filters
         # to an integer dtype would truncate them to 0), lower precisions to the wider one
-        dtype = self.theta.dtype
+        dtype = self.theta_t.dtype
         if jnp.issubdtype(x.dtype, jnp.floating) and jnp.finfo(x.dtype).bits > \
                 jnp.finfo(dtype).bits:
             dtype = x.dtype
         x = x.astype(dtype)
         y = jax.lax.conv_general_dilated(
-            x[None], self.filters().astype(dtype), window_strides=self.stride,
+            x[None], self._filters_ihwo().astype(dtype), window_strides=self.stride,
             padding=self.padding, rhs_dilation=self.dilation,
-            dimension_numbers=("NCHW", "OIHW", "NCHW"))[0]
+            dimension_numbers=("NCHW", "IHWO", "NCHW"))[0]
         return self.r[:, None, None] * self.activation(y + self.lam[:, None, None])
 
 
@@ -456,15 +499,17 @@ def _transport_units(theta, lam, r, sign, flavour: Flavour, element, move, dot_s
 
 
 def _replace_units(layer, params):
-    return eqx.tree_at(lambda l: (l.theta, l.lam, l.r, l.sign), layer, params,
+    """`layer` with (θ, λ, r, sign), θ given one row per unit."""
+    theta, *rest = params
+    return eqx.tree_at(lambda l: (l.theta_t, l.lam, l.r, l.sign), layer, (theta.T, *rest),
                        is_leaf=lambda x: x is None)
 
 
 def _perturb_units(layer, key):
     """A generic member of the class: θ, λ and r perturbed; the fixed 1-D directions
     `sign` stay ±1 (they are not parameters of the class)."""
-    moved = perturb.dispatch(object)((layer.theta, layer.lam, layer.r), key)
-    return eqx.tree_at(lambda l: (l.theta, l.lam, l.r), layer, moved)
+    moved = perturb.dispatch(object)((layer.theta_t, layer.lam, layer.r), key)
+    return eqx.tree_at(lambda l: (l.theta_t, l.lam, l.r), layer, moved)
 
 
 perturb.register(GmPLinear)(_perturb_units)

@@ -6,8 +6,10 @@
 - `input_mean_norm`: the centring of Input Mean Normalisation (eq 14).
 
 Speed. $u(θ)$ needs, per output unit, the prefix products $\\prod_{j<i} \\sin θ_j$. They are
-computed by `lax.scan` over the input axis (on the transposed angles, so every step is a
-contiguous vector operation over the units) with a hand-written reverse-scan gradient: no
+computed by `lax.scan` over the input axis, on angles laid out one column per unit
+(`(in-1, out)`, as the GmP layers store them, so that every step is a contiguous vector
+operation over the units and no transposition is needed, forward or backward; angles given
+one row per unit are transposed once), with a hand-written reverse-scan gradient: no
 divisions (so nothing breaks when some $\\sin θ_j = 0$), no `cumprod` (which XLA lowers to
 a windowed reduction whose gradient dominates a layer's cost), no logs. Without a gradient,
 one loop computes each step's sine and cosine in place; for a gradient, the sines and
@@ -112,26 +114,25 @@ def _prefix_products(s):
 
 
 @jax.custom_vjp
-def _direction_t(theta):
-    """The columns u(θ_o) of all units as `(u_{1..m}, u_n)`: the first m components as an
-    `(m, out)` array and the last as `(out,)`, kept apart so that a layer multiplies them
-    separately (joining them would be one more pass over the array, forward and back)."""
-    return _forward(theta.T)
+def _columns(theta_t):
+    """The directions of all units from their angles as the columns of `theta_t`
+    `(m, out)`: `(u_{1..m}, u_n)`, the first m components as an `(m, out)` array and the
+    last as `(out,)`, kept apart so that a layer multiplies them separately (joining them
+    would be one more pass over the array, forward and back). In this layout every loop
+    step is a contiguous vector operation over the units and nothing is transposed."""
+    return _forward(theta_t)
 
 
-def _direction_t_fwd(theta):
+def _columns_fwd(theta_t):
     # For the gradient, sines and cosines are computed once, outside any loop (two
     # parallel passes over contiguous angles), and kept for the reverse scan, whose body
     # is then a few multiplies.
-    # XLA fuses elementwise work into a preceding transposition, reading the source with
-    # a stride (the sine/cosine polynomials then run unvectorised, ~4× slower); behind
-    # `materialise`, the transposed angles are written once, contiguously, and read as such
-    s, c = sincos(materialise(theta.T))
+    s, c = sincos(theta_t)
     prefix = _prefix_products(s)
     return (prefix * c, prefix[-1] * s[-1]), (s, c, prefix)
 
 
-def _direction_t_bwd(res, cotangents):
+def _columns_bwd(res, cotangents):
     # u_i = c_i P_i (c_m := 1), P_i = Π_{j<i} s_j. With A_j = Σ_{i>j} ū_i c_i Π_{j<k<i} s_k,
     # so that A_{m-1} = ū_m and A_{j-1} = ū_j c_j + s_j A_j:
     #   θ̄_j = P_j (c_j A_j − s_j ū_j),
@@ -148,31 +149,49 @@ def _direction_t_bwd(res, cotangents):
         return ub_j * c_j + s_j * a, p_j * (c_j * a - s_j * ub_j)
 
     _, theta_bar_t = jax.lax.scan(step, last_bar, (jnp.arange(m), c, s, prefix), reverse=True)
-    return (theta_bar_t.T,)
+    return (theta_bar_t,)
 
 
-_direction_t.defvjp(_direction_t_fwd, _direction_t_bwd)
+_columns.defvjp(_columns_fwd, _columns_bwd)
+
+
+def _rows_to_columns(theta):
+    """`(out, m)` angles (one row per unit, the paper's layout) as `(m, out)` columns.
+    XLA would fuse the sines and cosines into the transposition, reading the source with a
+    stride (the polynomials then run unvectorised, ~4× slower); behind `materialise` the
+    transposed angles are written once, contiguously, and read as such."""
+    return materialise(theta.T)
 
 
 @jax.jit
-def _direction_parts(theta, sign):
-    """`(u_{1..m}, u_n)` of all units, shapes `(m, out)` and `(out,)` (see
-    `direction_matrix_t`)."""
-    if theta.shape[-1] == 0:
-        last = (jnp.ones((theta.shape[0],), theta.dtype) if sign is None
-                else jax.lax.stop_gradient(sign).astype(theta.dtype))
-        return jnp.zeros((0, theta.shape[0]), theta.dtype), last
-    return _direction_t(theta)
+def direction_parts_t(theta_t: Float[Array, "m o"], sign: Real[Array, " o"] | None = None
+                      ) -> tuple[Float[Array, "m o"], Float[Array, " o"]]:
+    """`(u_{1..m}, u_n)` of all units from angles stored one column per unit (`theta_t`,
+    shape `(m, out)`, the layout of the GmP layers): shapes `(m, out)` and `(out,)`.
+    `sign` (±1, only for in_features = 1, where θ is empty) gives the 1-D directions; it
+    receives no gradient (the paper keeps it fixed)."""
+    if theta_t.shape[0] == 0:
+        last = (jnp.ones((theta_t.shape[1],), theta_t.dtype) if sign is None
+                else jax.lax.stop_gradient(sign).astype(theta_t.dtype))
+        return jnp.zeros((0, theta_t.shape[1]), theta_t.dtype), last
+    return _columns(theta_t)
+
+
+@jax.jit
+def direction_columns(theta_t: Float[Array, "m o"], sign: Real[Array, " o"] | None = None
+                      ) -> Float[Array, "n o"]:
+    """The unit directions of all units as the columns of an `(in, out)` matrix (the
+    layout a matmul `x @ U` wants), from angles stored one column per unit (see
+    `direction_parts_t`)."""
+    head, last = direction_parts_t(theta_t, sign)
+    return jnp.concatenate([head, last[None]], 0)
 
 
 @jax.jit
 def direction_matrix_t(theta: Float[Array, "o m"], sign: Real[Array, " o"] | None = None
                        ) -> Float[Array, "n o"]:
-    """The unit directions of all units as the columns of an `(in, out)` matrix (the
-    layout a matmul `x @ U` wants). `sign` (±1, only for in_features = 1, where θ is
-    empty) gives the 1-D directions; it receives no gradient (the paper keeps it fixed)."""
-    head, last = _direction_parts(theta, sign)
-    return jnp.concatenate([head, last[None]], 0)
+    """As `direction_columns`, from angles stored one row per unit (`(out, m)`)."""
+    return direction_columns(_rows_to_columns(theta), sign)
 
 
 def _real_floating(x, name: str, who: str, min_ndim: int = 1):
@@ -219,7 +238,7 @@ def _gmp_direction(theta):
     *batch, m = theta.shape
     if m == 0:
         return jnp.ones((*batch, 1), theta.dtype)
-    head, last = _direction_t(theta.reshape(-1, m))
+    head, last = _columns(_rows_to_columns(theta.reshape(-1, m)))
     return jnp.concatenate([head, last[None]], 0).T.reshape(*batch, m + 1)
 
 
@@ -279,7 +298,15 @@ def gmp_linear(x: Float[Array, "*b i"], theta: Float[Array, "o m"], lam: Float[A
 
     **Symmetry:** see [`GmPLinear`][taxdl.nn.GmPLinear].
     """
-    head, last = _direction_parts(theta, sign)
+    return units_t(x, _rows_to_columns(theta), lam, r, activation, sign)
+
+
+def units_t(x: Float[Array, "*b i"], theta_t: Float[Array, "m o"], lam: Float[Array, " o"],
+            r: Float[Array, " o"], activation: Callable = jax.nn.relu,
+            sign: Real[Array, " o"] | None = None) -> Float[Array, "*b o"]:
+    """`gmp_linear` with the angles stored one column per unit (`theta_t`, shape
+    `(in-1, out)`, the layout of the GmP layers)."""
+    head, last = direction_parts_t(theta_t, sign)
     return r * activation(x[..., :-1] @ head + x[..., -1:] * last + lam)
 
 
