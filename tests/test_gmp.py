@@ -193,6 +193,12 @@ def test_angles_are_stored_one_column_per_unit_and_nothing_is_transposed():
     assert grads.theta_t.shape == (5, 4)
     with pytest.raises(AttributeError, match="replace `theta_t`"):
         eqx.tree_at(lambda l: l.theta, layer, layer.theta + 1)
+    # a stacked ensemble keeps its leading axis
+    ensemble = eqx.filter_vmap(lambda k: GmPLinear(6, 4, key=k))(
+        jax.random.split(jax.random.key(2), 3))
+    assert ensemble.theta.shape == (3, 4, 5)
+    np.testing.assert_array_equal(np.asarray(ensemble.theta[1]),
+                                  np.asarray(ensemble.theta_t[1]).T)
     # forward and backward work in the stored layout: the compiled program has no
     # transposition of an array of the angles' size (neither a transpose nor a copy into
     # the column-major layout {0,1})

@@ -156,15 +156,16 @@ def _from_cartesian(weight, bias, who: str):
 
 
 def _angle_rows(layer, who: str):
-    """`layer.theta_t` transposed (the angles one row per unit); a clear error where a
-    field is expected (e.g. `eqx.tree_at(lambda l: l.theta, ...)`)."""
+    """`layer.theta_t` with its last two axes swapped (the angles one row per unit; a
+    stacked ensemble keeps its leading axes); a clear error where a field is expected
+    (e.g. `eqx.tree_at(lambda l: l.theta, ...)`)."""
     theta_t = layer.theta_t
-    if not hasattr(theta_t, "T"):
+    if not hasattr(theta_t, "shape"):
         raise AttributeError(
             f"{who}.theta is a transposed copy of the field `theta_t`, not a field: to "
             "replace the angles, replace `theta_t` (shape (in−1, out), one column per "
             "unit), e.g. eqx.tree_at(lambda l: l.theta_t, layer, theta.T).")
-    return theta_t.T
+    return jnp.swapaxes(theta_t, -1, -2)
 
 
 # ============================================================================ GmPLinear
@@ -243,7 +244,7 @@ class GmPLinear(AbstractLayer):
                                                                 in_features, dtype)
 
     @property
-    def theta(self) -> Float[Array, "out m"]:
+    def theta(self) -> Float[Array, "*b out m"]:
         """The angles one row per unit, `(out_features, in_features − 1)` (a transposed
         copy of `theta_t`)."""
         return _angle_rows(self, "GmPLinear")
@@ -411,7 +412,7 @@ class GmPConv(AbstractLayer):
                                                                 dtype)
 
     @property
-    def theta(self) -> Float[Array, "out m"]:
+    def theta(self) -> Float[Array, "*b out m"]:
         """The angles one row per unit (filter), `(out_channels, fan_in − 1)` (a
         transposed copy of `theta_t`)."""
         return _angle_rows(self, "GmPConv")
