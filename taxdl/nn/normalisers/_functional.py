@@ -5,8 +5,12 @@ largest entry before squaring, so inputs up to the dtype's maximum give finite, 
 outputs, and a zero (or constant) input gives a finite output with a finite gradient
 instead of NaN. Half-precision inputs (float16, bfloat16) are computed in float32, where
 their subnormals are normal numbers, and the result is cast back to the input dtype.
+
+The kernels (standardisation, statistics, ratios) are jitted, with the axes and ε static:
+called eagerly, each is one compiled program instead of a dispatch per operation.
 """
 
+import functools as ft
 import math
 
 import jax
@@ -48,6 +52,7 @@ def _inverse_root(s: Array, e: Array) -> Array:
     return jnp.where(ok, 1 / (hi_safe * jnp.sqrt(1 + t * t)), 0)
 
 
+@ft.partial(jax.jit, static_argnames=("axis", "reduce"))
 def _scaled_standardise(c: Array, axis, root_eps=0.0, reduce: str = "mean") -> Array:
     """$c / \\sqrt{\\operatorname{reduce}(c^2) + ε}$ along `axis`, overflow-safe, given
     `root_eps` $= \\sqrt ε$ (a number or an array broadcasting against the reduced
@@ -68,6 +73,7 @@ def _scaled_standardise(c: Array, axis, root_eps=0.0, reduce: str = "mean") -> A
     return u * _inverse_root(s, root_eps / m)
 
 
+@ft.partial(jax.jit, static_argnames=("axis", "eps"))
 def _centred_standardise(x: Array, axis, eps=0.0) -> Array:
     """$(x - \\bar x)/\\sqrt{\\overline{(x - \\bar x)^2} + ε}$ along `axis`, computed on
     $x/m$ ($m$ a power of two near $\\max|x|$) so that neither the mean nor the centred
@@ -274,6 +280,7 @@ def chi_apply(x: Float[Array, "*b n"], mean: Float[Array, " n"], rms: Float[Arra
     return gamma * (chi_scale(n) * _ratio(x, mean, rms, eps)) + beta
 
 
+@ft.partial(jax.jit, static_argnames=("eps",))
 def _ratio(x, mean, scale, eps):
     """$(x - μ)/\\sqrt{s^2 + ε}$ (elementwise s allowed), overflow-safe: x, μ and s are
     first divided by their common largest magnitude (gradient stopped). Computed in
@@ -289,6 +296,7 @@ def _ratio(x, mean, scale, eps):
     return (c * _inverse_root(sc * sc, math.sqrt(eps) / m)).astype(dtype)
 
 
+@jax.jit
 def chi_statistics(x: Float[Array, "b n"]) -> tuple[Float[Array, " n"], Float[Array, ""]]:
     """Batch statistics of the Chi-normaliser (eqs 46–47): the batch mean $μ$ (eq 46)
     and the RMS magnitude $ρ = \\sqrt{\\mathbb E_B\\|x - μ\\|^2}$ of the centred batch,
@@ -309,6 +317,7 @@ def chi_statistics(x: Float[Array, "b n"]) -> tuple[Float[Array, " n"], Float[Ar
     return (mu * m).astype(dtype), rms.astype(dtype)
 
 
+@jax.jit
 def batch_statistics(x: Float[Array, "b n"]) -> tuple[Float[Array, " n"], Float[Array, " n"]]:
     """Per-coordinate batch mean and standard deviation (eq 42), overflow-safe.
 
