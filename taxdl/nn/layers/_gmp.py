@@ -42,7 +42,6 @@ from ..normalisers._checks import check_momentum
 from ..normalisers._stateful import _gaussian_batch
 from ._gmp_functional import (
     direction_columns,
-    direction_matrix_t,
     gmp_angles,
     input_mean_norm,
     units_t,
@@ -294,7 +293,7 @@ class GmPLinear(AbstractLayer):
         out, n = jnp.shape(weight)
         layer = cls(n, out, activation, key=jax.random.key(0), dtype=theta.dtype,
                     positively_homogeneous=positively_homogeneous, odd=odd)
-        return _replace_units(layer, (theta, lam, r, sign))
+        return _replace_units(layer, (theta.T, lam, r, sign))
 
     @classmethod
     def from_linear(cls, linear, activation: Callable = jax.nn.relu, *,
@@ -460,8 +459,9 @@ register(GmPConv, family="layer", name="GmPConv", formula="r⊙σ(u(θ)⋆x + λ
 
 
 # ============================================================================ hooks
-def _transport_units(theta, lam, r, sign, flavour: Flavour, element, move, dot_shift):
-    """(θ, λ, r, sign) moved by g = (M, t). `move(U, M)` gives the rows $u_i^T M$ (the
+def _transport_units(theta_t, lam, r, sign, flavour: Flavour, element, move, dot_shift):
+    """(θ, λ, r, sign) moved by g = (M, t), the angles in the layers' layout (`theta_t`,
+    one column per unit) in and out. `move(U, M)` gives the rows $u_i^T M$ (the
     directions seen by $x ↦ Mx$), `dot_shift(U, t)` the products $u_i^T t$.
 
     R: $r σ(u^T(Mx + t) + λ) = (rc)\\,σ(u'^T x + (λ + u^T t)/c)$ with $c = \\|M^T u\\|$,
@@ -471,8 +471,8 @@ def _transport_units(theta, lam, r, sign, flavour: Flavour, element, move, dot_s
     d = lam.dtype
     m, t = element.matrix.astype(d), element.shift.astype(d)
 
-    def right(theta, lam, r, sign):
-        u = direction_matrix_t(theta, sign).T
+    def right(theta_t, lam, r, sign):
+        u = direction_columns(theta_t, sign).T
         v = move(u, m)
         c = jnp.sqrt(jnp.sum(v * v, axis=-1))
         # c = 1 exactly for orthogonal M: a c off by rounding would give units with equal
@@ -482,27 +482,27 @@ def _transport_units(theta, lam, r, sign, flavour: Flavour, element, move, dot_s
         c_safe = jnp.where(c > 0, c, 1)
         new_theta, _ = gmp_angles(v)
         new_sign = None if sign is None else jnp.where(v[:, 0] < 0, -1, 1).astype(sign.dtype)
-        return new_theta, (lam + dot_shift(u, t)) / c_safe, r * c, new_sign
+        return new_theta.T, (lam + dot_shift(u, t)) / c_safe, r * c, new_sign
 
-    def left(theta, lam, r, sign, m):
+    def left(theta_t, lam, r, sign, m):
         p = (m != 0).astype(d)  # the permutation pattern of the monomial M
         moved = None if sign is None else (p @ sign.astype(d)).astype(sign.dtype)
-        return p @ theta, p @ lam, m @ r, moved
+        # unit i takes unit π(i)'s angles: column i of θᵀ Pᵀ is column π(i) of θᵀ
+        return theta_t @ p.T, p @ lam, m @ r, moved
 
     flavour = Flavour(flavour)
     if flavour is Flavour.LEFT:
-        return left(theta, lam, r, sign, m)
+        return left(theta_t, lam, r, sign, m)
     if flavour is Flavour.RIGHT:
-        return right(theta, lam, r, sign)
+        return right(theta_t, lam, r, sign)
     # M⁻¹ of a monomial: the transposed pattern with reciprocal entries (exact)
     m_inv = jnp.where(m != 0, 1 / jnp.where(m != 0, m, 1), 0).T
-    return left(*right(theta, lam, r, sign), m_inv)
+    return left(*right(theta_t, lam, r, sign), m_inv)
 
 
 def _replace_units(layer, params):
-    """`layer` with (θ, λ, r, sign), θ given one row per unit."""
-    theta, *rest = params
-    return eqx.tree_at(lambda l: (l.theta_t, l.lam, l.r, l.sign), layer, (theta.T, *rest),
+    """`layer` with (θ, λ, r, sign), θ in the layers' layout (`theta_t`)."""
+    return eqx.tree_at(lambda l: (l.theta_t, l.lam, l.r, l.sign), layer, params,
                        is_leaf=lambda x: x is None)
 
 
@@ -534,7 +534,7 @@ def _(layer: GmPLinear, flavour, element, group) -> GmPLinear:
     """L (monomials): permute units, scale r. R: $u_i ↦ M^T u_i / c_i$, $r_i ↦ c_i r_i$,
     $λ_i ↦ (λ_i + u_i^T t)/c_i$ with $c_i = \\|M^T u_i\\|$ (exact for orthogonal M, and
     for any invertible M when σ is positively homogeneous). E: R with M, then L with M⁻¹."""
-    params = _transport_units(layer.theta, layer.lam, layer.r, layer.sign, flavour, element,
+    params = _transport_units(layer.theta_t, layer.lam, layer.r, layer.sign, flavour, element,
                               lambda u, m: u @ m, lambda u, t: u @ t)
     return _replace_units(layer, params)
 
@@ -556,7 +556,7 @@ def _(layer: GmPConv, flavour, element, group) -> GmPConv:
     """As GmPLinear, with M acting on the channel axis of every filter tap. A shift is
     exact only with `"VALID"` padding (zero padding does not move with it)."""
     shape = (layer.out_channels, layer.in_channels, *layer.kernel_size)
-    params = _transport_units(layer.theta, layer.lam, layer.r, layer.sign, flavour, element,
+    params = _transport_units(layer.theta_t, layer.lam, layer.r, layer.sign, flavour, element,
                               *_conv_maps(shape))
     return _replace_units(layer, params)
 

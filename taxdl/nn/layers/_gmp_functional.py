@@ -187,13 +187,6 @@ def direction_columns(theta_t: Float[Array, "m o"], sign: Real[Array, " o"] | No
     return jnp.concatenate([head, last[None]], 0)
 
 
-@jax.jit
-def direction_matrix_t(theta: Float[Array, "o m"], sign: Real[Array, " o"] | None = None
-                       ) -> Float[Array, "n o"]:
-    """As `direction_columns`, from angles stored one row per unit (`(out, m)`)."""
-    return direction_columns(_rows_to_columns(theta), sign)
-
-
 def _real_floating(x, name: str, who: str, min_ndim: int = 1):
     """`x` as a real floating array (integers promoted to JAX's default float dtype);
     a clear error for complex values and for too few axes."""
