@@ -231,8 +231,7 @@ def _gmp_direction(theta):
     *batch, m = theta.shape
     if m == 0:
         return jnp.ones((*batch, 1), theta.dtype)
-    head, last = _columns(_rows_to_columns(theta.reshape(-1, m)))
-    return jnp.concatenate([head, last[None]], 0).T.reshape(*batch, m + 1)
+    return direction_columns(_rows_to_columns(theta.reshape(-1, m))).T.reshape(*batch, m + 1)
 
 
 def gmp_angles(w: Real[Array, "*b n"]) -> tuple[Float[Array, "*b m"], Float[Array, "*b"]]:
