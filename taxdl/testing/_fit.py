@@ -19,7 +19,8 @@ from ..groups import Element
 from ..taxonomy import Flavour, as_function
 from . import _engine as E
 
-FIT_STEPS = 300     # L-BFGS iterations per fit
+FIT_STEPS = 300     # at most this many L-BFGS iterations per fit
+FIT_PATIENCE = 10   # ... stopping once this many in a row leave the loss undecreased
 FIT_INPUTS = 64     # inputs the fit sees; as many fresh ones validate it
 
 
@@ -45,7 +46,13 @@ def _fit_one(prim, flavour: Flavour, act_out: bool, acted, ein: Element, eout: E
              x_fit: tuple, x_val: tuple):
     """Fit θ' so that f_{θ'} matches the moved f_θ on `x_fit`, starting from θ; return
     the largest relative residual ‖f_{θ'}(x) − target(x)‖ / ‖target(x)‖ over the rows x
-    of `x_val`."""
+    of `x_val`.
+
+    L-BFGS runs for at most `FIT_STEPS` iterations and stops early once `FIT_PATIENCE`
+    iterations in a row have not lowered the loss. A fit in that state has stalled: its
+    line search finds no decrease, so each further iteration costs a full, failing
+    search and leaves θ' (nearly) where it is, far from the rounding-level residual a
+    witness needs unless it is there already."""
     params, static = eqx.partition(prim, eqx.is_inexact_array)
     f = as_function(prim)
     target_fit = _moved_targets(f, flavour, act_out, acted, ein, eout, x_fit)
@@ -60,13 +67,20 @@ def _fit_one(prim, flavour: Flavour, act_out: bool, acted, ein: Element, eout: E
     opt = optax.lbfgs()
     value_and_grad = optax.value_and_grad_from_state(loss)
 
-    def step(_, carry):
-        p, state = carry
+    def running(carry):
+        i, _, _, _, stalls = carry
+        return (i < FIT_STEPS) & (stalls < FIT_PATIENCE)
+
+    def step(carry):
+        i, p, state, last, stalls = carry
         value, grad = value_and_grad(p, state=state)
         updates, state = opt.update(grad, state, p, value=value, grad=grad, value_fn=loss)
-        return optax.apply_updates(p, updates), state
+        stalls = jnp.where(value < last, 0, stalls + 1)
+        return i + 1, optax.apply_updates(p, updates), state, value, stalls
 
-    fitted, _ = jax.lax.fori_loop(0, FIT_STEPS, step, (params, opt.init(params)))
+    start = (jnp.int32(0), params, opt.init(params), jnp.asarray(jnp.inf, scale.dtype),
+             jnp.int32(0))
+    _, fitted, _, _, _ = jax.lax.while_loop(running, step, start)
     g = as_function(eqx.combine(fitted, static))
     diff = jax.tree.map(jnp.subtract, jax.vmap(g)(*x_val), target_val)
     rel = jnp.sqrt(jax.vmap(_sq)(diff) / (jax.vmap(_sq)(target_val)

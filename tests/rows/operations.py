@@ -26,5 +26,5 @@ CASES = [
     # test can see GL maps change the pre-activation scale (saturation would hide it)
     Case("MultiHeadSum", lambda: tnn.MultiHeadSum(8, 3, gain=0.25, key=jax.random.key(0))),
     Case("MultiHeadAffineSum",
-         lambda: tnn.MultiHeadAffineSum(8, 8, 4, 32, gain=0.1, key=jax.random.key(0))),
+         lambda: tnn.MultiHeadAffineSum(8, 8, 4, 8, gain=0.1, key=jax.random.key(0))),
 ]
