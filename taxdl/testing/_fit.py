@@ -58,8 +58,8 @@ def _fit_one(prim, flavour: Flavour, act_out: bool, acted, ein: Element, eout: E
     The line search backtracks (halving the step until the Armijo decrease holds)
     rather than zooming in on the Wolfe conditions: the fit is a least-squares problem
     whose quasi-Newton step is well scaled, and a fit with the backtracking search
-    compiles in about half the time (compiling is most of a fit's cost: one program
-    per primitive and cell)."""
+    compiles in about two thirds of the time (compiling is most of a fit's cost: one
+    program per primitive and cell)."""
     params, static = eqx.partition(prim, eqx.is_inexact_array)
     f = as_function(prim)
     target_fit = _moved_targets(f, flavour, act_out, acted, ein, eout, x_fit)
