@@ -22,7 +22,7 @@ from . import _engine as E
 FIT_STEPS = 300     # at most this many L-BFGS iterations per fit
 FIT_PATIENCE = 10   # ... stopping once this many in a row leave the loss undecreased
 FIT_INPUTS = 64     # inputs the fit sees; as many fresh ones validate it
-FIT_BACKTRACKS = 40  # step halvings per line search (down to 2⁻⁴⁰ of the L-BFGS step)
+FIT_BACKTRACKS = 40  # step halvings per line search (down to 2⁻⁴⁰ of its first step)
 
 
 def _moved_targets(f, flavour: Flavour, act_out: bool, acted, ein: Element, eout: Element,
