@@ -679,7 +679,8 @@ def test_diagonal_groups():
                        (Dp, DAp), (G.ScaleShift(positive=True), DAp), (DAp, DA)]:
         assert G.is_subgroup(small, big) and not G.is_subgroup(big, small), (small, big)
     assert not G.is_subgroup(G.Scaling(), DAp) and not G.is_subgroup(D, DAp)
-    assert [s.name for s in G.Scaling(5).supergroups()] == ["(ℝ×)^5", "ℝ×,+λ1", "ℝ×·O(5)"]
+    assert [s.name for s in G.Scaling(5).supergroups()] == [
+        "ℝ× × ℤ₂^5", "(ℝ×)^5", "ℝ×,+λ1", "ℝ×·O(5)"]
     assert [s.name for s in G.Scaling(5, positive=True).supergroups()] == [
         "ℝ×", "ℝ×₊,+λ1", "(ℝ×₊)^5"]
     assert [s.name for s in G.Diagonal(5).supergroups()] == ["S_5⋉(ℝ×)^5", "(ℝ×)^5⋉ℝ^5"]

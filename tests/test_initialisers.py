@@ -46,6 +46,23 @@ def test_haar_orthogonal_has_the_haar_moments_and_qr_without_sign_fix_does_not()
     assert np.all(q[:, 0, 0] < 0)          # Householder's sign convention: not Haar
 
 
+def test_householder_qr_commutes_with_conjugation_by_sign_flips():
+    """The reason QROrthogonal's law keeps W ↦ DWD (its E cell ℝ× × ℤ₂ⁿ): LAPACK's QR of
+    DZD is (DQD, DRD), in float64 NumPy, while a left or right flip alone changes Q
+    otherwise (its left and right cells are trivial)."""
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        z = rng.standard_normal((6, 6))
+        d = np.diag(rng.choice([-1.0, 1.0], 6))
+        q, r = np.linalg.qr(z)
+        qd, rd = np.linalg.qr(d @ z @ d)
+        np.testing.assert_allclose(qd, d @ q @ d, atol=1e-12)
+        np.testing.assert_allclose(rd, d @ r @ d, atol=1e-12)
+    d = np.diag([-1.0, 1, 1, 1, 1, 1])
+    assert not np.allclose(np.linalg.qr(d @ z)[0], d @ q)
+    assert not np.allclose(np.linalg.qr(z @ d)[0], q @ d)
+
+
 VARIANCES = [
     (tnn.IsotropicNormal(), 1 / 10),
     (tnn.IsotropicNormal("fan_out", 2.0), 4 / 6),

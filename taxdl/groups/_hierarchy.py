@@ -174,7 +174,8 @@ _register(ConformalLinear, lambda g: _bind((GeneralLinear(),), g.n))
 _register(GeneralLinear, lambda g: _bind((Affine(),), g.n))
 _register(Scaling, lambda g: _bind(
     (Scaling(positive=False), ScaleShift(positive=True), Diagonal(positive=True)) if g.positive
-    else (Diagonal(), ScaleShift(positive=False), ConformalLinear()), g.n))
+    else (Product(Scaling(), SignFlips()), Diagonal(), ScaleShift(positive=False),
+          ConformalLinear()), g.n))
 _register(Diagonal, lambda g: _bind(
     (Diagonal(), _extra("PositiveMonomial"), DiagonalAffine(positive=True)) if g.positive
     else (_extra("Monomial"), DiagonalAffine()), g.n))

@@ -165,7 +165,9 @@ def qr_orthogonal(key: PRNGKeyArray, shape, dtype=None, gain: float = 1.0) -> Ar
     Q inherits a basis-dependent sign pattern (e.g. $Q_{11} = -|z_{11}|/\\|z_{:,1}\\|$ is
     always negative with LAPACK's convention): the law is **not** Haar.
 
-    **Symmetry:** none of the orthogonal invariances of eq 48 survive (audit).
+    **Symmetry:** none of the orthogonal invariances of eq 48 survive (audit); the law
+    is invariant only under $W \\mapsto DWD$ for sign flips $D$ (see
+    [`QROrthogonal`][taxdl.nn.QROrthogonal]).
     """
     shape = _check_shape(shape, "qr_orthogonal", 2)
     dtype = _check_dtype(dtype, "qr_orthogonal")

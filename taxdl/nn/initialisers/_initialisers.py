@@ -23,7 +23,7 @@ from ...groups import (
     Permutation,
     Scaling,
     SignedPermutation,
-    Trivial,
+    SignFlips,
     scalings_times,
 )
 from ...taxonomy import AbstractInitialiser, Taxonomy, register
@@ -283,8 +283,12 @@ class QROrthogonal(AbstractInitialiser):
     Gaussian matrix without correcting the signs of diag(R).
 
     **Symmetry:** every draw is orthogonal, but Householder QR ties each column's sign to
-    a pivot entry, so the law is not Haar and no probabilistic invariance survives (with
-    LAPACK's convention $Q_{11} < 0$ always).
+    a pivot entry, so the law is not Haar (with LAPACK's convention $Q_{11} < 0$ always)
+    and no orthogonal invariance survives. What survives is conjugation by sign flips,
+    $W \\mapsto DWD$ with $D = \\operatorname{diag}(\\pm 1)$: $DZD = (DQD)(DRD)$ is again a
+    QR factorisation whose R has the same diagonal signs, which Householder QR returns,
+    and $DZD$ has the law of $Z$. So the E cell is ℝ× × ℤ₂ⁿ; left and right cells are
+    trivial.
 
     **Arguments:**
 
@@ -294,9 +298,10 @@ class QROrthogonal(AbstractInitialiser):
     gain: RealLike = eqx.field(static=True, default=1.0, converter=as_real)
 
     taxonomy: ClassVar[Taxonomy] = _law(
-        None, None, Trivial(),
-        note="Q's column signs follow Householder pivots: not Haar (fix: multiply by "
-             "sign(diag R), as HaarOrthogonal does)",
+        None, None, SignFlips(),
+        note="Q's column signs follow Householder pivots: not Haar, only invariant under "
+             "W ↦ DWD for sign flips D (fix: multiply by sign(diag R), as HaarOrthogonal "
+             "does)",
     )
 
     def __check_init__(self):
