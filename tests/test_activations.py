@@ -205,6 +205,34 @@ def test_isotropic_extreme_magnitudes_float32():
         assert bool(jnp.all(jnp.isfinite(g))) and bool(jnp.isfinite(y))
 
 
+def test_isotropic_jacobians_at_extreme_magnitudes_float32():
+    """Reverse- and forward-mode Jacobians in float32 at |x| ∈ {1e-30, 1e-20, 5e19,
+    1e30} against J = g I + (σ' − g) x̂x̂ᵀ, g = σ(r)/r, in float64 (closed-form σ'),
+    relative to the largest entry of J: at 5e19 the radial term (k/r)(x·v) needs k/r ≈
+    1/r², below float32's range, and at 1e-20 the plain sum of squares underflows to 0."""
+    u = np.asarray(X64[3] / np.linalg.norm(X64[3]), np.float32)
+    radii = np.array([1e-30, 1e-20, 5e19, 1e30], np.float32)
+    x32 = radii[:, None] * u
+    x64 = np.asarray(x32, np.float64)
+    cases = {  # σ and σ' in float64
+        "tanh": (F.isotropic_tanh, np.tanh, lambda r: 1 / np.cosh(np.minimum(r, 300)) ** 2),
+        "squash": (F.squash, lambda r: r**2 / (1 + r**2), lambda r: 2 * r / (1 + r**2) ** 2),
+        "relu": (ft.partial(F.isotropic_relu, r0=1.0), lambda r: np.maximum(r - 1, 0),
+                 lambda r: (r > 1).astype(float)),
+    }
+    for name, (f, sigma, dsigma) in cases.items():
+        jr, jf = jax.jit(lambda x: (jax.vmap(jax.jacrev(f))(x), jax.vmap(jax.jacfwd(f))(x)))(
+            jnp.asarray(x32))
+        for xi, a, b in zip(x64, np.asarray(jr, np.float64), np.asarray(jf, np.float64)):
+            r = np.linalg.norm(xi)
+            g, k = sigma(r) / r, dsigma(r) - sigma(r) / r
+            ref = g * np.eye(5) + k * np.outer(xi / r, xi / r)
+            scale = np.abs(ref).max() or 1.0   # relu inside R₀: J = 0 exactly
+            for j in (a, b):
+                np.testing.assert_allclose(j / scale, ref / scale, atol=1e-5,
+                                           err_msg=f"{name} at |x| = {r:.1e}")
+
+
 @pytest.mark.parametrize("dtype", [jnp.float32, jnp.float64])
 def test_isotropic_infinite_components(dtype):
     """A row with infinite components points along their signs d (its other components

@@ -111,9 +111,9 @@ def scaled_norm(x: Inexact[Array, "*b n"], then=None):
     Returns `(r, p, rs)`, each of shape `x.shape[:-1]`: the norm $r$ (infinite only if the
     true norm exceeds the dtype's maximum), a power-of-two scale $p$, and $r_s = \\|p x\\|$,
     which is always a normal number (or 0). Rows whose plain sum of squares is in the
-    trusted range (see `sum_of_squares_bounds`) or exactly 0 take the fast path $p = 1$;
-    only when some row is outside it (|x| ≳ 1e12 or ≲ 1e-12 in float32) is a second,
-    max-scaled pass made (`lax.cond` on the whole batch, so the common case costs one
+    trusted range (see `sum_of_squares_bounds`) take the fast path $p = 1$; only when
+    some row is outside it (|x| ≳ 1e12 or ≲ 1e-12 in float32, the zero row included) is
+    a second, max-scaled pass made (`lax.cond` on the whole batch, so the common case costs one
     reduction). A row with an infinite (real or imaginary) component has r = r_s = ∞
     and p = 1. With `then`, returns `then(r, p, rs, u)` computed inside both branches (so
     per-row follow-up work fuses with the norm's), where u is 1/‖d‖ for d the signs of
@@ -124,7 +124,9 @@ def scaled_norm(x: Inexact[Array, "*b n"], then=None):
     sq = x * x if not jnp.iscomplexobj(x) else jnp.real(x * jnp.conj(x))
     s = jnp.sum(sq, axis=-1)
     lo, hi = sum_of_squares_bounds(s.dtype)
-    ok = (s == 0) | ((s >= lo) & (s <= hi)) | jnp.isnan(s)
+    # s = 0 is not trusted: it may be the underflow of a tiny non-zero row (|x| ≲ 1e-19 in
+    # float32), which would then be read as the zero vector
+    ok = ((s >= lo) & (s <= hi)) | jnp.isnan(s)
     then = then if then is not None else (lambda r, p, rs, u: (r, p, rs, u))
 
     def fast(x, s, ok):
@@ -142,8 +144,8 @@ def scaled_norm(x: Inexact[Array, "*b n"], then=None):
         else:
             xs = x * p[..., None].astype(x.dtype)
             sqs = xs * xs
-        rs_slow = jnp.sqrt(jnp.sum(sqs, axis=-1))
-        rs_fast = jnp.sqrt(s)
+        rs_slow = sqrt_or_zero(jnp.sum(sqs, axis=-1))
+        rs_fast = sqrt_or_zero(s)
         p = jnp.where(ok, 1, p)
         rs = jnp.where(ok, rs_fast, rs_slow)
         signs = infinite_signs(x)

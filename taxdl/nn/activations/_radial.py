@@ -79,16 +79,18 @@ def _radial_jvp(profile, primals, tangents):
     p, q, u, g, k, inv_r = scaled_norm(
         x, ft.partial(_coefficients, profile=profile, derivative=True))
     y = _value(x, p, q, u, profile)
-    ir = inv_r[..., None].astype(x.dtype)
-    # x̂·dx = (Σ x dx)/r and the rank-one term (k x̂·dx) x̂ = (x/r)(k x̂·dx): written on x
-    # itself (no materialised x̂ or x·p), in the same shape as a plain autodiff graph, so
-    # that XLA computes y and the cotangent in one pass. (A row with an infinite
-    # component gets NaN derivatives: guarding x here costs that pass.)
+    # x̂·dx = Σ (x/r) dx and the rank-one term (k x̂·dx) x̂, with x̂ = x/r written
+    # elementwise (never materialised), in the same shape as a plain autodiff graph, so
+    # that XLA computes y and the cotangent in one pass. Every per-row factor is O(1) or
+    # O(1/r): a transpose that multiplied k by 1/r first would form k/r ≈ 1/r², which
+    # float32 flushes to 0 above r ≈ 1e19, losing the radial term. (A row with an
+    # infinite component gets NaN derivatives: guarding x here costs that pass.)
+    xh = x * inv_r[..., None].astype(x.dtype)
     if jnp.iscomplexobj(x):
-        dot = jnp.sum(jnp.real(jnp.conj(x) * dx), axis=-1) * inv_r
+        dot = jnp.sum(jnp.real(jnp.conj(xh) * dx), axis=-1)
     else:
-        dot = jnp.sum(x * dx, axis=-1) * inv_r
-    dy = g[..., None].astype(x.dtype) * dx + (x * ir) * (k * dot)[..., None].astype(x.dtype)
+        dot = jnp.sum(xh * dx, axis=-1)
+    dy = g[..., None].astype(x.dtype) * dx + xh * (k * dot)[..., None].astype(x.dtype)
     return y, dy
 
 
