@@ -57,7 +57,7 @@ def test_adasgd_three_steps_on_a_quadratic(eps):
         for k in expected:
             np.testing.assert_allclose(np.asarray(out[k]), expected[k], rtol=1e-13, atol=1e-14)
         assert isinstance(state[0], optim.ScaleByAdaSGDState)
-        assert int(state[0].count) == 3 and state[0].nu.shape == ()
+        assert int(state[0].count) == 3 and state[0].nu_root.shape == ()
 
 
 def test_adasgd_first_step_by_hand():
@@ -85,7 +85,7 @@ def test_adasgd_second_moment_is_global():
     scale = 1 / np.sqrt(169 / 3)
     np.testing.assert_allclose(np.asarray(out["a"]), np.array([3.0, 4.0]) * scale, rtol=1e-6)
     np.testing.assert_allclose(np.asarray(out["b"]), [[12.0 * scale]], rtol=1e-6)
-    np.testing.assert_allclose(float(state.nu), 0.5 * 169, rtol=1e-6)
+    np.testing.assert_allclose(float(state.nu_root), np.sqrt(0.5 * 169), rtol=1e-6)
 
 
 def test_normalised_sgd_matches_numpy():
@@ -279,7 +279,7 @@ def test_complex_gradients_count_their_moduli():
                                    rtol=1e-6)
         _, state = optim.scale_by_adasgd(b2=0.9, eps=0.0).update(g, optim.scale_by_adasgd(
             b2=0.9, eps=0.0).init(g))
-    np.testing.assert_allclose(float(state.nu), 0.1 * sq, rtol=1e-6)
+    np.testing.assert_allclose(float(state.nu_root), np.sqrt(0.1 * sq), rtol=1e-6)
 
 
 # ---------------------------------------------------------------- trees and dtypes
@@ -352,9 +352,9 @@ def test_isotropic_clip_of_float16_gradients_whose_squares_overflow():
 @pytest.mark.parametrize("scale", [1e25, 1e-25, 1e-35, 1.0])
 def test_global_norm_of_huge_and_tiny_float32_gradients(scale):
     """A float32 sum of squares overflows above ‖g‖ ≈ 1.8e19 and underflows to 0 below
-    ~1e-19 (so the plain norm would make both updates 0): the normalised update still has
-    norm 1 and the clipped one norm `max_norm`, with the gradient's direction (float64
-    reference)."""
+    ~1e-19 (so the plain norm would make these updates 0): the normalised update still
+    has norm 1, the clipped one norm `max_norm`, and AdaSGD's two steps (ε = 0) are eq
+    52's at every scale (float64 references)."""
     rng = np.random.default_rng(0)
     base = {"a": rng.normal(size=(3, 4)), "b": rng.normal(size=(5,))}
     g = {k: jnp.asarray(v * scale, jnp.float32) for k, v in base.items()}
@@ -371,6 +371,19 @@ def test_global_norm_of_huge_and_tiny_float32_gradients(scale):
         np.testing.assert_allclose(np.asarray(u_c[k], np.float64),
                                    g64[k] * min(1.0, 0.5 / norm), rtol=1e-5,
                                    atol=1e-7 * min(1.0, norm))
+    # AdaSGD: g then −g/2, β = (0.9, 0.999), d = 17 entries; eq 52 with η_t from v_t
+    ada = optim.adasgd(0.1, eps=0.0)
+    state = ada.init(g)
+    m, v, d = {k: 0.0 for k in g}, 0.0, 17
+    for t, factor in ((1, 1.0), (2, -0.5)):
+        gt = jax.tree.map(lambda x: x * jnp.float32(factor), g)
+        u_a, state = jax.jit(ada.update)(gt, state)
+        m = {k: 0.9 * m[k] + 0.1 * factor * g64[k] for k in g}
+        v = 0.999 * v + 0.001 * factor ** 2 * norm ** 2
+        eta = 0.1 * np.sqrt((1 - 0.999 ** t) / (v / d))
+        for k in g:
+            np.testing.assert_allclose(np.asarray(u_a[k], np.float64), -eta * m[k],
+                                       rtol=1e-5, atol=1e-7)
 
 
 def test_inject_hyperparams_without_momentum_and_in_half_precision():

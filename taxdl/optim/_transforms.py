@@ -156,11 +156,13 @@ def _global_norm(tree, dtype) -> Array:
 # ============================================================================ AdaSGD
 class ScaleByAdaSGDState(NamedTuple):
     """State of [`scale_by_adasgd`][taxdl.optim.scale_by_adasgd]: the step count, the
-    first moment (one tree) and the *scalar* second moment of the whole gradient."""
+    first moment (one tree) and the square root $\\sqrt{v_t}$ of the *scalar* second
+    moment of the whole gradient (kept as a root, so that it neither overflows nor
+    underflows where $\\|g\\|$ itself does not)."""
 
     count: Int[Array, ""]
     mu: optax.Updates
-    nu: Array
+    nu_root: Array
 
 
 def scale_by_adasgd(b1: ArrayLike = 0.9, b2: ArrayLike = 0.999, eps: ArrayLike = 1e-8,
@@ -176,6 +178,11 @@ def scale_by_adasgd(b1: ArrayLike = 0.9, b2: ArrayLike = 0.999, eps: ArrayLike =
     Follow with `optax.scale_by_learning_rate(η)` for eq 52's
     $θ_{t+1} = θ_t - η_t m_t$, $η_t = η\\sqrt{(1-β_2^t)/(v_t/d)}$ (exact when ε = 0;
     with ε = 0 a zero denominator gives a zero update, never NaN).
+
+    The state keeps $\\sqrt{v_t} = \\operatorname{hypot}(\\sqrt{β_2}\\sqrt{v_{t-1}},
+    \\sqrt{1-β_2}\\,\\|g_t\\|)$ with an overflow-free global norm, so the update is
+    the same at every gradient scale (in float32 $\\|g\\|^2$ itself overflows above
+    ~1.8e19 and $(1-β_2)\\|g\\|^2$ underflows below ~1e-18).
 
     **Arguments:**
 
@@ -199,16 +206,18 @@ def scale_by_adasgd(b1: ArrayLike = 0.9, b2: ArrayLike = 0.999, eps: ArrayLike =
         leaves = jax.tree.leaves(params)
         mu = otu.tree_zeros_like(params, dtype=mu_dtype)
         return ScaleByAdaSGDState(count=jnp.zeros([], jnp.int32), mu=mu,
-                                  nu=jnp.zeros([], _accumulation_dtype(leaves)))
+                                  nu_root=jnp.zeros([], _accumulation_dtype(leaves)))
 
     def update_fn(updates, state, params=None):
         del params
         _check_inexact(updates, "updates", "scale_by_adasgd")
         leaves = jax.tree.leaves(updates)
         d = sum(leaf.size for leaf in leaves)
-        acc = state.nu.dtype
+        acc = state.nu_root.dtype
         b2_, eps_ = _cast(b2, acc), _cast(eps, acc)
-        nu = b2_ * state.nu + (1 - b2_) * _global_sq_norm(updates, acc)
+        # √v_t with v_t = β₂ v_{t−1} + (1 − β₂)‖g_t‖², never forming a square
+        nu_root = jnp.hypot(jnp.sqrt(b2_) * state.nu_root,
+                            jnp.sqrt(1 - b2_) * _global_norm(updates, acc))
 
         def moment(m, g):
             b1_ = _cast(b1, m.dtype)
@@ -216,13 +225,13 @@ def scale_by_adasgd(b1: ArrayLike = 0.9, b2: ArrayLike = 0.999, eps: ArrayLike =
 
         mu = jax.tree.map(moment, state.mu, updates)
         count = optax.safe_increment(state.count)
-        nu_hat = nu / (1 - b2_ ** count.astype(acc))
-        denom = jnp.sqrt(nu_hat / max(d, 1)) + eps_
+        # √(v̂_t / d) = √v_t / √((1 − β₂ᵗ) d)
+        denom = nu_root / jnp.sqrt((1 - b2_ ** count.astype(acc)) * max(d, 1)) + eps_
         safe = jnp.where(denom > 0, denom, 1)
         # 0/0 (ε = 0, every gradient so far zero) is read as 0
         new = jax.tree.map(lambda m, g: jnp.where(denom > 0, _divide(m, safe), 0).astype(g.dtype),
                            mu, updates)
-        return new, ScaleByAdaSGDState(count=count, mu=mu, nu=nu)
+        return new, ScaleByAdaSGDState(count=count, mu=mu, nu_root=nu_root)
 
     return optax.GradientTransformation(init_fn, update_fn)
 
