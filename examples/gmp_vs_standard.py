@@ -58,7 +58,8 @@ def train(model, x, y, lr, steps: int, task_kind: str):
     """Full-batch Adam for `steps` steps; returns the trained model and, per step, the
     largest CAB location change and turn over the hidden units."""
     params, static = eqx.partition(model, eqx.is_inexact_array)
-    opt = optim.Adam(lambda count: lr).as_optax()   # optax.adam, audited (Bₙ only)
+    # Kingma & Ba's ε placement (optax.adam's default), as the GmP paper trains
+    opt = optim.Adam(lambda count: lr, eps=1e-8, eps_root=0.0).as_optax()
 
     def step(carry, _):
         params, state = carry

@@ -101,6 +101,56 @@ def test_normalised_sgd_matches_numpy():
         np.testing.assert_allclose(np.asarray(u), -0.2 * trace, rtol=1e-5, atol=1e-7)
 
 
+def _per_coordinate_reference(name, grads, lr, **h):
+    """Eqs 49–51 in float64 NumPy: the updates θ_{t+1} − θ_t for a sequence of gradients."""
+    out = []
+    if name == "adam":     # eq 51: ε inside the root, bias-corrected moments
+        v = s = 0.0
+        for t, g in enumerate(grads, 1):
+            v = h["b1"] * v + (1 - h["b1"]) * g
+            s = h["b2"] * s + (1 - h["b2"]) * g * g
+            vt, st = v / (1 - h["b1"] ** t), s / (1 - h["b2"] ** t)
+            out.append(-lr * vt / np.sqrt(st + h["eps"]))
+    elif name == "adagrad":  # eq 49 with s₀ = 0, the sum including g_t (Duchi et al.)
+        s = 0.0
+        for g in grads:
+            s = s + g * g
+            out.append(-lr * g / np.sqrt(s + h["eps"]))
+    else:                  # eq 50, Δx accumulating the squared step g′ (Zeiler)
+        s = dx = 0.0
+        for g in grads:
+            s = h["rho"] * s + (1 - h["rho"]) * g * g
+            step = np.sqrt(dx + h["eps"]) / np.sqrt(s + h["eps"]) * g
+            dx = h["rho"] * dx + (1 - h["rho"]) * step * step
+            out.append(-lr * step)
+    return np.array(out)
+
+
+@pytest.mark.parametrize("name, opt, hyper", [
+    ("adam", optim.Adam(0.1), dict(b1=0.9, b2=0.999, eps=1e-8)),
+    ("adam", optim.Adam(0.1, b1=0.5, b2=0.8, eps_root=0.3), dict(b1=0.5, b2=0.8, eps=0.3)),
+    ("adagrad", optim.Adagrad(0.1), dict(eps=1e-7)),
+    ("adagrad", optim.Adagrad(0.1, eps=0.5), dict(eps=0.5)),
+    ("adadelta", optim.AdaDelta(0.7, rho=0.8, eps=1e-2), dict(rho=0.8, eps=1e-2)),
+])
+def test_per_coordinate_rules_follow_their_equations(name, opt, hyper):
+    """Adam, Adagrad and AdaDelta against eqs 51, 49 and 50 in float64 over five steps
+    of gradients spanning 1e-3 to 1e2 (ε placement, s₀ = 0, bias correction)."""
+    rng = np.random.default_rng(1)
+    grads = rng.normal(size=(5, 6)) * np.logspace(-3, 2, 6)
+    lr = float(opt.learning_rate)
+    with jax.enable_x64(True):
+        tx = opt.as_optax()
+        params = jnp.zeros(6)
+        state = tx.init(params)
+        got = []
+        for g in grads:
+            u, state = tx.update(jnp.asarray(g), state, params)
+            got.append(np.asarray(u))
+    np.testing.assert_allclose(np.array(got), _per_coordinate_reference(name, grads, lr, **hyper),
+                               rtol=1e-12, atol=1e-15)
+
+
 OPTIMISERS = [optim.AdaSGD(0.1), optim.AdaSGD(0.1, eps=0.0), optim.NormalisedSGD(0.1, 0.9),
               optim.IsotropicClip(0.5), optim.SGD(0.1, 0.9, nesterov=True), optim.Adam(0.1),
               optim.Adagrad(0.1), optim.AdaDelta(1.0), optim.ElementwiseClip(0.3)]
@@ -225,8 +275,10 @@ def test_errors_name_the_argument():
         optim.AdaSGD(0.1, eps=-1.0)
     with pytest.raises(ValueError, match="`learning_rate` must be a finite number"):
         optim.adasgd(-0.1)
-    with pytest.raises(ValueError, match="`eps` must be a finite number > 0"):
-        optim.Adam(0.1, eps=0.0)
+    with pytest.raises(ValueError, match="one of `eps` .* and `eps_root` .* must be > 0"):
+        optim.Adam(0.1, eps=0.0, eps_root=0.0)
+    with pytest.raises(ValueError, match="`eps_root` must be a finite number >= 0"):
+        optim.Adam(0.1, eps_root=-1e-8)
     with pytest.raises(ValueError, match="`max_norm` must be a finite number > 0"):
         optim.IsotropicClip(0.0)
     with pytest.raises(ValueError,

@@ -181,13 +181,27 @@ _COORDINATE_NOTE = ("per-coordinate statistics (isotropic paper eqs 49–51): on
 
 
 class Adam(AbstractOptimiser):
-    """Adam (`optax.adam`; isotropic paper eq 51), audited: its second moment is
-    accumulated per coordinate, a diagonal approximation in the standard basis.
+    """Adam (isotropic paper eq 51), audited: its second moment is accumulated per
+    coordinate, a diagonal approximation in the standard basis.
+
+    Eq 51's step is $g'_t = \\tilde v_t / \\sqrt{\\tilde s_t + ε}$ with bias-corrected
+    moments $\\tilde v_t = v_t/(1-β_1^t)$, $\\tilde s_t = s_t/(1-β_2^t)$: ε inside the
+    square root, which is `optax.adam`'s `eps_root`. The arguments are `optax.adam`'s
+    with their meanings, but the defaults follow eq 51 (`eps = 0`, `eps_root = 1e-8`);
+    Kingma & Ba's placement $\\tilde v_t/(\\sqrt{\\tilde s_t} + ε)$, `optax.adam`'s
+    default, is `Adam(lr, eps=1e-8, eps_root=0.0)`.
 
     **Symmetry:** algebraically Bₙ-equivariant only (signed permutations commute with
-    elementwise squares and square roots); R trivial for ε > 0 (scale-free up to ε).
+    elementwise squares and square roots); R trivial (ε sets a scale).
 
-    **Arguments:** as `optax.adam`: `learning_rate`, `b1`, `b2`, `eps` > 0, `eps_root` ≥ 0.
+    **Arguments:**
+
+    - `learning_rate`: η ≥ 0 or an optax schedule (default 1e-3).
+    - `b1`, `b2`: β₁, β₂ in [0, 1) (defaults 0.9, 0.999).
+    - `eps`: ≥ 0, added to $\\sqrt{\\tilde s_t}$ (default 0).
+    - `eps_root`: ≥ 0, added to $\\tilde s_t$ under the root, eq 51's ε (default 1e-8).
+      At least one of `eps`, `eps_root` must be positive (a zero gradient would give
+      0/0).
     """
 
     learning_rate: float | Callable = eqx.field(static=True)
@@ -199,12 +213,15 @@ class Adam(AbstractOptimiser):
     taxonomy: ClassVar[Taxonomy] = _update_rule(SignedPermutation(), note=_COORDINATE_NOTE)
 
     def __init__(self, learning_rate=1e-3, b1: float = 0.9, b2: float = 0.999,
-                 eps: float = 1e-8, eps_root: float = 0.0):
+                 eps: float = 0.0, eps_root: float = 1e-8):
         self.learning_rate = _check_learning_rate(learning_rate, "Adam")
         self.b1 = _check_unit(b1, "b1", "Adam")
         self.b2 = _check_unit(b2, "b2", "Adam")
-        self.eps = _check_nonneg(eps, "eps", "Adam", positive=True)
+        self.eps = _check_nonneg(eps, "eps", "Adam")
         self.eps_root = _check_nonneg(eps_root, "eps_root", "Adam")
+        if self.eps == 0 and self.eps_root == 0:
+            raise ValueError("Adam: one of `eps` (added to √s̃) and `eps_root` (added to s̃, "
+                             "eq 51's ε) must be > 0, got both 0.")
 
     def as_optax(self) -> optax.GradientTransformation:
         return _standard_promotion(
@@ -212,14 +229,18 @@ class Adam(AbstractOptimiser):
 
 
 class Adagrad(AbstractOptimiser):
-    """Adagrad (`optax.adagrad`; isotropic paper eq 49), audited: per-coordinate sums of
-    squared gradients.
+    """Adagrad (isotropic paper eq 49), audited: per-coordinate sums of squared
+    gradients, $θ_{t+1} = θ_t - η g_t/\\sqrt{s_t + ε}$ with $s_0 = 0$ (`optax.adagrad`).
 
-    **Symmetry:** algebraically Bₙ-equivariant only; R trivial (the initial accumulator
-    and ε set a scale).
+    The sum includes the current gradient, $s_t = s_{t-1} + g_t^2$, as in Duchi et al.:
+    eq 49 as printed divides by $s_t$ before adding $g_t^2$, whose first step would be
+    $ηg_1/\\sqrt ε$ (about $3000\\,ηg_1$ at ε = 1e-7).
 
-    **Arguments:** as `optax.adagrad`: `learning_rate`, `initial_accumulator_value` ≥ 0,
-    `eps` > 0.
+    **Symmetry:** algebraically Bₙ-equivariant only; R trivial (ε, and a non-zero
+    initial accumulator, set a scale).
+
+    **Arguments:** as `optax.adagrad`: `learning_rate`, `initial_accumulator_value`
+    $s_0$ ≥ 0 (default 0, eq 49; optax's default is 0.1), `eps` > 0 (default 1e-7).
     """
 
     learning_rate: float | Callable = eqx.field(static=True)
@@ -228,7 +249,7 @@ class Adagrad(AbstractOptimiser):
 
     taxonomy: ClassVar[Taxonomy] = _update_rule(SignedPermutation(), note=_COORDINATE_NOTE)
 
-    def __init__(self, learning_rate=1e-2, initial_accumulator_value: float = 0.1,
+    def __init__(self, learning_rate=1e-2, initial_accumulator_value: float = 0.0,
                  eps: float = 1e-7):
         self.learning_rate = _check_learning_rate(learning_rate, "Adagrad")
         self.initial_accumulator_value = _check_nonneg(
@@ -243,6 +264,9 @@ class Adagrad(AbstractOptimiser):
 class AdaDelta(AbstractOptimiser):
     """AdaDelta (`optax.adadelta`; isotropic paper eq 50), audited: per-coordinate running
     averages of squared gradients and squared updates.
+
+    $Δx_t$ averages the squared step $g'^2_t$, as in Zeiler: eq 50 as printed averages
+    $g_t^2$ there, which would make $Δx_t$ equal to $s_t$.
 
     **Symmetry:** algebraically Bₙ-equivariant only; R trivial for ε > 0.
 
@@ -297,8 +321,10 @@ _REGISTER = [
      "isotropic paper App. A.3"),
     (IsotropicClip, "g·min(1, c/‖g‖)", lambda: IsotropicClip(1.0), "isotropic paper App. A.3"),
     (SGD, "−η trace(g)", lambda: SGD(0.1, 0.9), "isotropic paper App. A.3"),
-    (Adam, "m̂/(√ŝ+ε) per coordinate", lambda: Adam(0.1, eps=1e-2), "isotropic paper eq 51"),
-    (Adagrad, "g/√(Σg²+ε) per coordinate", lambda: Adagrad(0.1), "isotropic paper eq 49"),
+    (Adam, "m̂/√(ŝ+ε) per coordinate", lambda: Adam(0.1, eps_root=1e-2),
+     "isotropic paper eq 51"),
+    (Adagrad, "g/√(Σg²+ε) per coordinate", lambda: Adagrad(0.1, eps=1e-2),
+     "isotropic paper eq 49"),
     (AdaDelta, "g·√(Δx+ε)/√(s+ε) per coordinate", lambda: AdaDelta(1.0, eps=1e-2),
      "isotropic paper eq 50"),
     (ElementwiseClip, "clip(g, −c, c)", lambda: ElementwiseClip(1.0), "isotropic paper App. A.3"),

@@ -15,8 +15,8 @@ CASES = [
     Case("NormalisedSGD", lambda: optim.NormalisedSGD(0.1, 0.9, eps=0.0), n=8),
     Case("IsotropicClip", lambda: optim.IsotropicClip(1.0), n=8),
     Case("SGD", lambda: optim.SGD(0.1, 0.9), n=8),
-    Case("Adam", lambda: optim.Adam(0.1, eps=1e-2), n=8),
-    Case("Adagrad", lambda: optim.Adagrad(0.1), n=8),
+    Case("Adam", lambda: optim.Adam(0.1, eps_root=1e-2), n=8),
+    Case("Adagrad", lambda: optim.Adagrad(0.1, eps=1e-2), n=8),
     Case("AdaDelta", lambda: optim.AdaDelta(1.0, eps=1e-2), n=8),
     Case("ElementwiseClip", lambda: optim.ElementwiseClip(1.0), n=8),
 ]
