@@ -315,3 +315,11 @@ def test_a_random_primitive_without_as_function_names_the_hook():
     with pytest.raises(NotImplementedError, match="taxdl.taxonomy.as_function") as info:
         check(KeyedDropout(), n=4, **FAST)
     assert "KeyedDropout" in str(info.value)
+
+
+def test_inputs_the_primitive_rejects_raise_its_own_error():
+    """A dimension the primitive refuses (7 channels for cones of 4) is the user's input
+    error, reported with the primitive's message, not as a missing hook."""
+    with pytest.raises(ValueError, match="shapes \\(\\(7,\\),\\).*divisible") as info:
+        check(tnn.CoLU(cone_dim=4), n=7, **FAST)
+    assert "as_function" not in str(info.value)

@@ -206,6 +206,8 @@ def make_context(obj, n, dtype, *, examples=50, batch=32, samples=1024, test_ele
     f = as_function(prim)
     try:
         out_struct = jax.eval_shape(f, *(jax.ShapeDtypeStruct(s, dt) for s in shapes))
+    except ValueError as e:   # the primitive rejects these inputs: its own message
+        raise ValueError(f"{name}: cannot be checked on inputs of shapes {shapes}: {e}") from e
     except Exception as e:
         raise NotImplementedError(
             f"{name}: its function cannot be called on inputs of shapes {shapes} "

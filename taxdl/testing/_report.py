@@ -34,9 +34,11 @@ class Counterexample:
         if np.isfinite(self.statistic):
             return (f"{indent}two-sample test: Kolmogorov–Smirnov D = {self.statistic:.4g} "
                     f"on probe {self.probe}, p = {self.p_value:.3g} < {self.threshold:.3g}")
-        lines = [f"{indent}group element of {self.group} (x ↦ M x + t):",
+        shifted = self.shift is not None and np.any(np.asarray(self.shift) != 0)
+        lines = [f"{indent}group element of {self.group} "
+                 f"({'x ↦ M x + t' if shifted else 'x ↦ M x'}):",
                  _indent(f"M = {_fmt(self.matrix)}", indent * 2)]
-        if self.shift is not None and np.any(np.asarray(self.shift) != 0):
+        if shifted:
             lines.append(_indent(f"t = {_fmt(self.shift)}", indent * 2))
         lines.append(f"{indent}function: {self.member}")
         for i, x in enumerate(self.inputs):
