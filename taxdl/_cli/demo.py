@@ -59,7 +59,8 @@ def add_arguments(parser) -> None:
                         help="training steps per model (default: per task, "
                              + ", ".join(f"{k} {v}" for k, v in DEFAULT_STEPS.items()) + ")")
     parser.add_argument("--seeds", type=int, default=3, help="seeds per model (default 3)")
-    parser.add_argument("--batch-size", type=int, default=BATCH)
+    parser.add_argument("--batch-size", type=int, default=BATCH,
+                        help=f"mini-batch size (default {BATCH})")
     parser.add_argument("--learning-rate", type=float, default=None,
                         help="Adam/AdaSGD learning rate (default: per task, "
                              + ", ".join(f"{k} {v:g}" for k, v in LEARNING_RATE.items()) + ")")
@@ -311,6 +312,10 @@ def _train(task, variant, steps, seeds, batch_size, learning_rate, progress, poi
 
 
 # ----------------------------------------------------------------------- reporting
+def _count(k: int, noun: str) -> str:
+    return f"{k} {noun}" + ("" if k == 1 else "s")
+
+
 def _fmt(values, digits: int = 4) -> str:
     import numpy as np
 
@@ -437,7 +442,8 @@ def run(args) -> int:
         return 2
     loaded = {t: load_task(t) for t in tasks}
     steps = {t: args.steps or DEFAULT_STEPS[t] for t in tasks}
-    print(f"taxdl demo: {len(variants)} models × {len(tasks)} tasks × {args.seeds} seeds")
+    print(f"taxdl demo: {_count(len(variants), 'model')} × {_count(len(tasks), 'task')} × "
+          f"{_count(args.seeds, 'seed')}")
     for t in tasks:
         print(f"  {t}: {loaded[t].description}; {len(loaded[t].x_train)} train / "
               f"{len(loaded[t].x_test)} test examples, MLP widths {list(WIDTHS[t])}, "

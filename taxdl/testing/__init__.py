@@ -13,8 +13,15 @@
   session below the operating system's cap on memory mappings (compiled programs hold
   them); `check` calls it before it starts.
 
-Needs Hypothesis (`pip install taxdl[testing]`); `import taxdl` does not.
+Needs Hypothesis (`pip install "taxdl[testing]"`); `import taxdl` does not.
 """
+
+try:
+    import hypothesis as _hypothesis  # noqa: F401
+except ModuleNotFoundError as _missing:  # pragma: no cover - depends on the environment
+    raise ModuleNotFoundError(
+        'taxdl.testing needs Hypothesis: pip install "taxdl[testing]" (or hypothesis '
+        '>= 6.170).', name=_missing.name) from _missing
 
 from ._assertions import assert_algebraic as assert_algebraic
 from ._assertions import assert_closure as assert_closure
