@@ -387,6 +387,26 @@ def test_half_precision_tiny_gradients_do_not_overflow(dtype):
                                rtol=1e-2)
 
 
+@pytest.mark.parametrize("dtype", [jnp.float16, jnp.bfloat16])
+def test_per_coordinate_rules_in_half_precision(dtype):
+    """Their statistics are kept in float32: in float16, ε = 1e-8 is 0 and g² of a 1e-3
+    gradient underflows, so a zero gradient would give 0/0 and a small one ±∞."""
+    g = jnp.asarray([0.0, 1e-3, -2.0], dtype)
+    g64 = np.asarray(g, np.float64)
+    first_steps = {  # first update of eqs 51, 49, 50 (β-corrected moments of one step)
+        optim.Adam(0.1): -0.1 * g64 / np.sqrt(g64**2 + 1e-8),
+        optim.Adagrad(0.1): -0.1 * g64 / np.sqrt(g64**2 + 1e-7),
+        optim.AdaDelta(1.0, rho=0.9, eps=1e-6): -np.sqrt(1e-6) / np.sqrt(0.1 * g64**2 + 1e-6) * g64,
+    }
+    for opt, expected in first_steps.items():
+        tx = opt.as_optax()
+        u, state = tx.update(g, tx.init(g), g)
+        assert u.dtype == dtype, opt
+        np.testing.assert_allclose(np.asarray(u, np.float64), expected, rtol=1e-2, err_msg=str(opt))
+        assert all(leaf.dtype != dtype for leaf in jax.tree.leaves(state)
+                   if jnp.issubdtype(leaf.dtype, jnp.floating)), opt
+
+
 def test_isotropic_clip_of_float16_gradients_whose_squares_overflow():
     dtype, value = jnp.float16, 3e4                 # value² > 65504, float16's maximum
     g = {"a": jnp.full(3, value, dtype), "b": jnp.full((1,), -value, dtype)}

@@ -317,6 +317,15 @@ def test_a_random_primitive_without_as_function_names_the_hook():
     assert "KeyedDropout" in str(info.value)
 
 
+@pytest.mark.parametrize("tol", [dict(atol=math.nan), dict(rtol=math.nan), dict(atol=math.inf),
+                                 dict(rtol=-1.0)])
+def test_tolerances_must_be_finite_and_non_negative(tol):
+    """A NaN or infinite tolerance would let every relation pass, a negative one fail."""
+    name = next(iter(tol))
+    with pytest.raises(ValueError, match=f"`{name}` must be a finite number >= 0"):
+        check(tnn.Tanh(), n=3, **tol)
+
+
 def test_inputs_the_primitive_rejects_raise_its_own_error():
     """A dimension the primitive refuses (7 channels for cones of 4) is the user's input
     error, reported with the primitive's message, not as a missing hook."""

@@ -50,6 +50,29 @@ def _standard_promotion(tx: optax.GradientTransformation) -> optax.GradientTrans
     return optax.GradientTransformation(init_fn, update_fn)
 
 
+_HALF = (jnp.float16, jnp.bfloat16)
+
+
+def _half_in_float32(tx: optax.GradientTransformation) -> optax.GradientTransformation:
+    """`tx` with float16/bfloat16 leaves computed, and its state kept, in float32; the
+    updates are returned in the leaves' dtypes. Per-coordinate statistics need the range:
+    in float16 an ε of 1e-8 is 0 and a squared gradient below ~2.4e-4 underflows, so a
+    zero gradient gives 0/0 and a small one ±∞."""
+
+    def up(tree):
+        return jax.tree.map(lambda leaf: leaf.astype(jnp.float32)
+                            if getattr(leaf, "dtype", None) in _HALF else leaf, tree)
+
+    def init_fn(params):
+        return tx.init(up(params))
+
+    def update_fn(updates, state, params=None):
+        new, state = tx.update(up(updates), state, None if params is None else up(params))
+        return jax.tree.map(lambda n, g: n.astype(g.dtype), new, updates), state
+
+    return optax.GradientTransformation(init_fn, update_fn)
+
+
 _EPS_NOTE = ("R: positive gradient scalings leave the update unchanged only up to ε "
              "(exactly when ε = 0)")
 
@@ -224,8 +247,8 @@ class Adam(AbstractOptimiser):
                              "eq 51's ε) must be > 0, got both 0.")
 
     def as_optax(self) -> optax.GradientTransformation:
-        return _standard_promotion(
-            optax.adam(self.learning_rate, self.b1, self.b2, self.eps, self.eps_root))
+        return _standard_promotion(_half_in_float32(
+            optax.adam(self.learning_rate, self.b1, self.b2, self.eps, self.eps_root)))
 
 
 class Adagrad(AbstractOptimiser):
@@ -257,8 +280,8 @@ class Adagrad(AbstractOptimiser):
         self.eps = _check_nonneg(eps, "eps", "Adagrad", positive=True)
 
     def as_optax(self) -> optax.GradientTransformation:
-        return _standard_promotion(
-            optax.adagrad(self.learning_rate, self.initial_accumulator_value, self.eps))
+        return _standard_promotion(_half_in_float32(
+            optax.adagrad(self.learning_rate, self.initial_accumulator_value, self.eps)))
 
 
 class AdaDelta(AbstractOptimiser):
@@ -286,7 +309,8 @@ class AdaDelta(AbstractOptimiser):
         self.eps = _check_nonneg(eps, "eps", "AdaDelta", positive=True)
 
     def as_optax(self) -> optax.GradientTransformation:
-        return _standard_promotion(optax.adadelta(self.learning_rate, self.rho, self.eps))
+        return _standard_promotion(_half_in_float32(
+            optax.adadelta(self.learning_rate, self.rho, self.eps)))
 
 
 class ElementwiseClip(AbstractOptimiser):

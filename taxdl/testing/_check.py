@@ -48,6 +48,7 @@ from ._report import (
     violation_message,
 )
 from ._fit import closure_residuals as fit_residuals
+from .._types import check_real
 from ._memory import relieve_map_pressure
 from ._stats import PROBE_COUNT, ks_pvalue, two_sample_test
 from ._subject import as_linear, cast, display_name, resolve
@@ -181,6 +182,9 @@ def make_context(obj, n, dtype, *, examples=50, batch=32, samples=1024, test_ele
     (instance, class, factory) or, with `shapes`, any function."""
     _check_alpha(alpha)
     _check_counts(n, samples, test_elements, alpha, data_batch, members)
+    for tol_name, tol in (("rtol", rtol), ("atol", atol)):
+        if tol is not None:   # a NaN or infinite tolerance would pass anything
+            check_real(tol, tol_name, who="check", low=0)
     relieve_map_pressure()
     if shapes is None:
         prim = resolve(obj)
