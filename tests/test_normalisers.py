@@ -197,6 +197,18 @@ def test_batchnorm_matches_eq_42_per_coordinate():
         np.testing.assert_allclose(std, c.std(0), rtol=1e-12)
 
 
+@pytest.mark.parametrize("cls", [tnn.BatchNorm, tnn.ChiNorm])
+def test_momentum_within_float32_rounding_of_one_still_debiases(cls):
+    """ρ = 1 − 1e-9 is 1.0 in float32, so a plain 1 − ρᵗ is 0 (NaN statistics); one
+    training step must still give the batch's own statistics (debiased EMA of one step)."""
+    r = rng(13)
+    model, state = eqx.nn.make_with_state(cls)(8, momentum=1 - 1e-9)
+    xb = np.asarray(r.normal(size=(6, 8)) * np.arange(1, 9) + 3, np.float32)
+    _, state = _batched(model, jnp.asarray(xb), state)
+    mean, _ = model.statistics(state)
+    np.testing.assert_allclose(np.asarray(mean), xb.astype(np.float64).mean(0), rtol=1e-4)
+
+
 def test_magnitude_ema_norm_time_like_recursion_and_no_gradient_through_statistic():
     r = rng(13)
     rho = 0.9
@@ -816,3 +828,4 @@ def test_grouped_norms_with_eps_keep_a_sign_per_group_in_closure_r():
     cell = info.value.cell
     assert cell.status == "not maximal"
     assert {m.group for m in cell.maximality if m.found is False} == {"(±1,+λ1)^2"}
+

@@ -77,6 +77,16 @@ def test_adasgd_first_step_by_hand():
                                rtol=1e-14)
 
 
+def test_adasgd_with_b2_within_float32_rounding_of_one():
+    """β₂ = 1 − 1e-9 is 1.0 in float32: the first step is still eq 52's, −η g/‖g‖·√d
+    (with β₁ = 0), not 0."""
+    g = jnp.asarray([3.0, 4.0])
+    tx = optim.adasgd(0.1, b1=0.0, b2=1 - 1e-9, eps=0.0)
+    u, _ = tx.update(g, tx.init(g))
+    np.testing.assert_allclose(np.asarray(u), -0.1 * np.array([3.0, 4.0]) / 5 * np.sqrt(2),
+                               rtol=1e-4)
+
+
 def test_adasgd_second_moment_is_global():
     tx = optim.scale_by_adasgd(b1=0.0, b2=0.5, eps=0.0)
     grads = {"a": jnp.asarray([3.0, 4.0]), "b": jnp.asarray([[12.0]])}

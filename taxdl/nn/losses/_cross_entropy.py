@@ -13,8 +13,11 @@ from ...taxonomy import AbstractLoss, Signature, Taxonomy, register, signature
 
 def cross_entropy(logits: Float[Array, "*b n"], target: Float[Array, "*b n"]
                   ) -> Float[Array, "*b"]:
-    """$\\mathcal L(z, p) = -\\sum_i p_i \\log \\operatorname{softmax}(z)_i$."""
-    return -jnp.sum(target * jax.nn.log_softmax(logits, axis=-1), axis=-1)
+    """$\\mathcal L(z, p) = -\\sum_i p_i \\log \\operatorname{softmax}(z)_i$, with
+    $0 \\log 0 = 0$: a logit of −∞ where the target is 0 contributes nothing (not NaN)."""
+    log_p = jax.nn.log_softmax(logits, axis=-1)
+    terms = jnp.where(target == 0, 0, target * jnp.where(target == 0, 0, log_p))
+    return -jnp.sum(terms, axis=-1)
 
 
 @register(family="loss", formula="−Σᵢ pᵢ log softmax(z)ᵢ",

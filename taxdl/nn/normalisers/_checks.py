@@ -26,10 +26,12 @@ def _check_floating(x, who: str) -> None:
 
 def check_input(x, n: int, who: str) -> None:
     """One unbatched real floating example of shape (n,)."""
-    if not isinstance(x, jax.Array) or x.shape != (n,):
-        shape = getattr(x, "shape", None)
-        raise ValueError(f"{who} expects one unbatched input of shape ({n},), got {shape}; "
-                         "use jax.vmap for batches.")
+    if not isinstance(x, jax.Array):
+        raise TypeError(f"{who} expects a JAX array of shape ({n},), got "
+                        f"{type(x).__name__} (convert it with jnp.asarray).")
+    if x.shape != (n,):
+        raise ValueError(f"{who} expects one unbatched input of shape ({n},), got "
+                         f"{x.shape}; use jax.vmap for batches.")
     _check_floating(x, who)
 
 

@@ -56,8 +56,11 @@ def _unbound(who: str, axis_name) -> str:
 
 
 def _debias(hidden, count, momentum):
-    """Zero-debiased moving average $h_t/(1 - ρ^t)$ (the raw value when $t = 0$)."""
-    scale = jnp.where(count == 0, 1, 1 - momentum ** count.astype(hidden.dtype))
+    """Zero-debiased moving average $h_t/(1 - ρ^t)$ (the raw value when $t = 0$), with
+    $1 - ρ^t = -\\operatorname{expm1}(t \\log(1 - (1 - ρ)))$ from $1 - ρ$ taken in double
+    precision: for ρ within float32's rounding of 1 the plain $1 - ρ^t$ is 0."""
+    t = count.astype(hidden.dtype)
+    scale = jnp.where(count == 0, 1, -jnp.expm1(t * jnp.log1p(-(1.0 - momentum))))
     return hidden / scale
 
 
