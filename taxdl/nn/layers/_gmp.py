@@ -39,7 +39,7 @@ from ...taxonomy import (
 )
 from ..._types import check_int
 from ..normalisers._checks import check_momentum
-from ..normalisers._stateful import _gaussian_batch
+from ..normalisers._stateful import _debias, _gaussian_batch
 from ._gmp_functional import (
     direction_columns,
     gmp_angles,
@@ -644,8 +644,7 @@ class InputMeanNorm(AbstractNormaliser, eqx.nn.StatefulLayer):
     def running_mean(self, state: eqx.nn.State) -> Float[Array, " n"]:
         """The zero-debiased running mean used in inference (0 before any step)."""
         count, hidden = state.get(self.state_index)
-        scale = jnp.where(count == 0, 1, 1 - self.momentum ** count.astype(hidden.dtype))
-        return hidden / scale
+        return _debias(hidden, count, self.momentum)
 
     @named_scope("taxdl.InputMeanNorm")
     def __call__(self, x: Float[Array, " n"], state: eqx.nn.State, *, key=None,
