@@ -139,6 +139,30 @@ def test_angles_invert_direction():
     np.testing.assert_allclose(u_ref(np.asarray(big)), [[0.6, 0.8]], atol=1e-15)
 
 
+def test_angle_derivatives_are_finite_and_match_finite_differences():
+    """gmp_angles' Jacobian against central differences at a generic point (float64), and
+    finite at points with zero tails (w = e₁, w = (1, 1, 0, 0)), at 0 and at 1e-30 in
+    float32, where ‖w_{i:}‖ and atan2(0, 0) have no derivative."""
+    def flat(w):
+        theta, radius = gmp_angles(w)
+        return jnp.concatenate([theta, radius[None]])
+
+    rng = np.random.default_rng(8)
+    w = rng.standard_normal(5)
+    with jax.enable_x64(True):
+        jac = np.asarray(jax.jacrev(flat)(jnp.asarray(w)))
+        h = 1e-6
+        fd = np.stack([(np.asarray(flat(jnp.asarray(w + h * e)))
+                        - np.asarray(flat(jnp.asarray(w - h * e)))) / (2 * h)
+                       for e in np.eye(5)], axis=1)
+    np.testing.assert_allclose(jac, fd, atol=1e-8)
+    np.testing.assert_allclose(jac[-1], w / np.linalg.norm(w), atol=1e-12)   # d‖w‖ = ŵ
+    for point in ([1.0, 0, 0, 0], [1.0, 1, 0, 0], [0.0, 0, 0, 0], [1e-30, -2e-30, 0, 3e-30]):
+        for mode in (jax.jacrev, jax.jacfwd):
+            j = np.asarray(mode(flat)(jnp.asarray(point, jnp.float32)))
+            assert np.all(np.isfinite(j)), (point, mode.__name__)
+
+
 # ------------------------------------------------------------------ the layer
 def test_layer_matches_eq_13():
     layer = GmPLinear(5, 4, key=jax.random.key(0))

@@ -28,7 +28,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, Real
 
-from .._numerics import materialise
+from .._numerics import materialise, sqrt_or_zero
 
 # π/2 to 60 digits (a mathematical constant), split for Cody–Waite reduction.
 _HALF_PI = Fraction("1.57079632679489661923132169163975144209858469968755291048747")
@@ -261,17 +261,25 @@ def gmp_angles(w: Real[Array, "*b n"]) -> tuple[Float[Array, "*b m"], Float[Arra
 def _gmp_angles(w):
     n = w.shape[-1]
     w = jnp.where(w == 0, jnp.zeros_like(w), w)  # −0 → +0: atan2(0, −0) would give π
-    scale = jnp.max(jnp.abs(w), axis=-1, keepdims=True)
+    # The angles do not depend on the scale and the radius is linear in it, so it is held
+    # constant for derivatives (d radius = ŵ·dw all the same).
+    scale = jax.lax.stop_gradient(jnp.max(jnp.abs(w), axis=-1, keepdims=True))
     safe = jnp.where(scale > 0, scale, 1)
     v = w / safe
     tail_sq = jnp.flip(jnp.cumsum(jnp.flip(v * v, -1), -1), -1)  # ‖v_{i:}‖²
-    tail = jnp.sqrt(tail_sq)
+    tail = sqrt_or_zero(tail_sq)   # a zero tail (w = e₁, w = 0) has derivative 0, not ∞
     radius = (tail[..., 0] * safe[..., 0]).astype(w.dtype)
     if n == 1:
         return jnp.zeros((*w.shape[:-1], 0), w.dtype), radius
-    theta_head = jnp.arctan2(tail[..., 1:n - 1], v[..., :n - 2])
-    theta_last = jnp.arctan2(v[..., n - 1:], v[..., n - 2:n - 1])
+    theta_head = _atan2_or_zero(tail[..., 1:n - 1], v[..., :n - 2])
+    theta_last = _atan2_or_zero(v[..., n - 1:], v[..., n - 2:n - 1])
     return jnp.concatenate([theta_head, theta_last], -1).astype(w.dtype), radius
+
+
+def _atan2_or_zero(a, b):
+    """atan2(a, b), and 0 with derivative 0 at a = b = 0 (where atan2's is 0/0)."""
+    origin = (a == 0) & (b == 0)
+    return jnp.where(origin, 0, jnp.arctan2(jnp.where(origin, 0, a), jnp.where(origin, 1, b)))
 
 
 def gmp_linear(x: Float[Array, "*b i"], theta: Float[Array, "o m"], lam: Float[Array, " o"],
