@@ -472,6 +472,15 @@ def test_conv_same_padding_shape_and_gradients():
 
 
 # ------------------------------------------------------------------ Input Mean Normalisation
+def test_input_mean_norm_of_integer_inputs_is_not_truncated():
+    from taxdl.nn.functional import input_mean_norm
+    out = input_mean_norm(jnp.array([1, 2, 3, 4]), jnp.array([0.5, 2.5, -1.0, 3.75]))
+    assert jnp.issubdtype(out.dtype, jnp.floating)
+    np.testing.assert_allclose(np.asarray(out), [0.5, -0.5, 4.0, 0.25])
+    with pytest.raises(TypeError):   # complex (the runtime type hooks may answer first)
+        input_mean_norm(jnp.array([1 + 1j]), jnp.array([0.0]))
+
+
 def test_input_mean_norm_training_and_inference():
     imn, state = eqx.nn.make_with_state(InputMeanNorm)(3, momentum=0.5)
     call = jax.vmap(imn, axis_name="batch", in_axes=(0, None), out_axes=(0, None))

@@ -310,9 +310,13 @@ def units_t(x: Float[Array, "*b i"], theta_t: Float[Array, "m o"], lam: Float[Ar
     return r * activation(x[..., :-1] @ head + x[..., -1:] * last + lam)
 
 
-def input_mean_norm(x: Float[Array, "*b n"], mean: Float[Array, " n"]) -> Float[Array, "*b n"]:
+def input_mean_norm(x: Real[Array, "*b n"], mean: Float[Array, " n"]) -> Float[Array, "*b n"]:
     """Input Mean Normalisation's centring $x - \\hat{\\mathbb E}[x]$ (GmP paper eq 14).
+
+    Integer inputs are promoted to JAX's default float dtype (the centred values are not
+    integers); complex ones are rejected.
 
     **Symmetry:** translation-equivariant: $f(x + t) = f(x) + t$ for every $t$.
     """
+    x = _real_floating(x, "x", "input_mean_norm")
     return x - mean.astype(x.dtype)
