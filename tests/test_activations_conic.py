@@ -219,6 +219,19 @@ def test_theorem_4_7_equivariance_and_orthogonal_failure():
         assert np.abs(lhs - rhs).max() > 1e-3 * np.abs(rhs).max()
 
 
+def test_cones_with_components_near_the_float32_maximum():
+    """Cone bodies with components above 1/tiny ≈ 8.5e37 (whose reciprocal float32 flushes
+    to 0, which read their norm as 0 and returned x unchanged), and RCoLU's axis part
+    x·e, taken from the mean of x/S (a sum of x overflowed: NaN). Float64 references."""
+    x = np.array([[1e38, 1e38, 1e38, 1e38], [2e38, 1e38, 1.5e38, 2.5e38],
+                  [1e38, -5e37, 2e37, 8e37], [1e38, 9e37, -5e37, 2e37]], np.float32)
+    x64 = x.astype(np.float64)
+    y = np.asarray(jax.jit(lambda x: F.rcolu(x, 4))(jnp.asarray(x)), np.float64)
+    np.testing.assert_allclose(y, rcolu_np(x64, 4, "hard"), rtol=1e-5)
+    y = np.asarray(jax.jit(lambda x: F.colu(x, 4))(jnp.asarray(x)), np.float64)
+    np.testing.assert_allclose(y, colu_np(x64, 4, "hard"), rtol=1e-5)
+
+
 @pytest.mark.parametrize("projection", ["hard", "soft"])
 def test_rcolu_matches_numpy_and_finite_differences(projection):
     x = _inputs(12)

@@ -98,10 +98,15 @@ def _cmax(e, cax, n):
 
 def _body_norm(body, cax, n):
     """Norms of the cone bodies (component axis `cax`), overflow-free in one pass: each
-    cone is scaled by its largest component before squaring, with the S − 1 terms written
-    out (per-cone work only; no second pass over the data)."""
+    cone is multiplied by the reciprocal of its largest component before squaring, with
+    the S − 1 terms written out (per-cone work only; no second pass over the data)."""
     m = _cmax(jnp.abs(body), cax, n)
-    inv = inverse_or_zero(m)
+    # 1/m is subnormal, and flushed to 0 on CPUs, for m above 1/tiny (≈ 8.5e37 in
+    # float32): such cones are scaled by tiny instead (their terms stay below S·16)
+    tiny = float(jnp.finfo(body.dtype).tiny)
+    big = m > 1 / tiny
+    inv = jnp.where(big, tiny, inverse_or_zero(m))
+    m = jnp.where(big, 1 / tiny, m)
     if n <= WRITTEN_OUT_MAX:
         t = _comps(body, cax, 0) * inv
         acc = t * t
@@ -323,7 +328,9 @@ def _rcolu_weights(z, cax, spec: ConeSpec):
     """Per cone (components along `cax`): the mean μ, the residual r = z − μ, ‖r‖, ρ, d,
     w = W(ρ) and W'(ρ)."""
     s = spec.cone_dim
-    mu = _csum(z, cax, s) / s  # x_n = (x·e) e has every component equal to the mean
+    # x_n = (x·e) e has every component equal to the mean (of z/s: a sum of z itself
+    # overflows for components near the dtype's maximum)
+    mu = _csum(z / s, cax, s)
     r = z - jnp.expand_dims(mu, cax)
     nr = _body_norm(r, cax, s)
     a = mu * jnp.sqrt(jnp.asarray(s, z.dtype))  # x·e
