@@ -32,6 +32,14 @@ def _prefix(who: str | None) -> str:
     return f"{who}: " if who else ""
 
 
+def check_bool(value, name: str, *, who: str | None = None) -> bool:
+    """`value` as a Python bool when it is a Python or NumPy bool; otherwise a `TypeError`
+    that names the argument (a string such as "no" would otherwise count as True)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{_prefix(who)}`{name}` must be True or False, got {value!r}.")
+    return bool(value)
+
+
 def check_int(value, name: str, *, who: str | None = None, minimum: int = 1) -> int:
     """`value` as a Python int when it is a Python or NumPy integer (not a bool) of at
     least `minimum`. Otherwise a `TypeError` (not an integer) or `ValueError` (too small)

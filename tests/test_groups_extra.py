@@ -146,6 +146,10 @@ def test_errors_name_the_argument():
         G.RotatedConeGroup(7, cone_dim=4)
     with pytest.raises(ValueError, match="`n` must be an integer >= 1"):
         G.PositiveMonomial(0)
+    for bad in (float("nan"), -1.0, 1000.0):   # cosh ζ overflows float32 above ~89
+        with pytest.raises(ValueError, match=r"Lorentz: `max_rapidity` must be a finite "
+                                             r"number in \(0, 88\]"):
+            G.Lorentz(3, max_rapidity=bad)
 
 
 def test_every_form_of_registration_is_counted():

@@ -289,6 +289,8 @@ def test_errors_name_the_argument():
         optim.Adam(0.1, eps=0.0, eps_root=0.0)
     with pytest.raises(ValueError, match="`eps_root` must be a finite number >= 0"):
         optim.Adam(0.1, eps_root=-1e-8)
+    with pytest.raises(TypeError, match="nesterov"):   # (or the runtime type hooks first)
+        optim.SGD(0.1, 0.9, nesterov="no")
     with pytest.raises(ValueError, match="`max_norm` must be a finite number > 0"):
         optim.IsotropicClip(0.0)
     with pytest.raises(ValueError,

@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array
 
-from .._types import IntLike, check_int
+from .._types import IntLike, check_int, check_real
 from ._base import (
     AbstractCompactGroup,
     AbstractGroup,
@@ -520,6 +520,9 @@ class Lorentz(AbstractNoncompactGroup):
     def __check_init__(self):
         if self.n is not None and self.n < 2:
             raise ValueError("Lorentz needs n >= 2 (one time and >= 1 space coordinate).")
+        # cosh ζ overflows float32 above ζ ≈ 89.4
+        check_real(self.max_rapidity, "max_rapidity", who="Lorentz", low=0, low_open=True,
+                   high=88)
 
     def _spatial(self, key, num, dtype):
         n = self.n

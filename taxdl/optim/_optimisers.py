@@ -11,6 +11,7 @@ import optax
 from jaxtyping import Array, Float
 
 from ..groups import GeneralLinear, Orthogonal, Scaling, SignedPermutation
+from .._types import check_bool
 from ..taxonomy import Signature, Taxonomy, as_function, register, signature
 from ._base import AbstractOptimiser
 from ._transforms import (
@@ -131,7 +132,7 @@ class NormalisedSGD(AbstractOptimiser):
                  eps: float = 1e-8):
         self.learning_rate = _check_learning_rate(learning_rate, "NormalisedSGD")
         self.momentum = _check_unit(momentum, "momentum", "NormalisedSGD")
-        self.nesterov = bool(nesterov)
+        self.nesterov = check_bool(nesterov, "nesterov", who="NormalisedSGD")
         self.eps = _check_nonneg(eps, "eps", "NormalisedSGD")
 
     @property
@@ -191,7 +192,7 @@ class SGD(AbstractOptimiser):
     def __init__(self, learning_rate=1e-2, momentum: float = 0.0, nesterov: bool = False):
         self.learning_rate = _check_learning_rate(learning_rate, "SGD")
         self.momentum = _check_unit(momentum, "momentum", "SGD")
-        self.nesterov = bool(nesterov)
+        self.nesterov = check_bool(nesterov, "nesterov", who="SGD")
 
     def as_optax(self) -> optax.GradientTransformation:
         return _standard_promotion(
