@@ -64,6 +64,21 @@ def test_elementwise_modules_delegate_and_keep_dtype():
         assert tnn.GELU()(x.astype(dtype)).dtype == dtype
 
 
+def test_approximate_gelu_at_large_magnitudes():
+    """The tanh form against float64 NumPy, and finite derivatives where x³ overflows
+    (float16 at 1e3, float32 at 1e30): 1 for large positive x, 0 for large negative."""
+    x64 = np.array([-40.0, -9.0, -3.0, -0.5, 0.0, 0.7, 3.0, 9.0, 40.0])
+    ref = 0.5 * x64 * (1 + np.tanh(np.sqrt(2 / np.pi) * (x64 + 0.044715 * x64**3)))
+    y = F.gelu(jnp.asarray(x64, jnp.float32), approximate=True)
+    np.testing.assert_allclose(np.asarray(y, np.float64), ref, rtol=2e-6, atol=1e-6)
+    for dtype, big in ((jnp.float16, 1e3), (jnp.float32, 1e30)):
+        x = jnp.asarray([-big, big], dtype)
+        g = jax.grad(lambda x: jnp.sum(F.gelu(x, approximate=True)))(x)
+        np.testing.assert_array_equal(np.asarray(g, np.float64), [0.0, 1.0])
+        np.testing.assert_array_equal(np.asarray(F.gelu(x, approximate=True)),
+                                      np.asarray(jnp.asarray([0.0, big], dtype)))
+
+
 # ============================================================================ isotropic
 def _radial_np(x, sigma):
     """σ(‖x‖) x̂ row-wise in float64, 0 at the origin (eq 11)."""

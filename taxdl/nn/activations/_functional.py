@@ -5,6 +5,7 @@ dtype (half precisions are computed in float32) and validates its hyperparameter
 the argument and the valid range in the error.
 """
 
+import math
 from collections.abc import Callable
 
 import jax
@@ -72,11 +73,19 @@ def elu(x: Float[Array, "*b n"], alpha: float = 1.0) -> Float[Array, "*b n"]:
 
 
 def gelu(x: Float[Array, "*b n"], approximate: bool = False) -> Float[Array, "*b n"]:
-    """$x\\,Φ(x)$ elementwise (tanh approximation when `approximate`)."""
+    """$x\\,Φ(x)$ elementwise; with `approximate`, Hendrycks & Gimpel's
+    $\\tfrac12 x\\,(1 + \\tanh(\\sqrt{2/π}\\,(x + 0.044715\\,x^3)))$, whose tanh is taken at
+    x clipped to [−10, 10] (where it is ±1 to float64 precision already), so that the cube
+    neither overflows nor makes the derivative NaN at large |x| (float16 above ~40,
+    float32 above ~7e12)."""
     require_floating(x, "gelu")
     if not isinstance(approximate, bool):
         raise TypeError(f"`approximate` must be a bool, got {approximate!r}.")
-    return jax.nn.gelu(x, approximate=approximate)
+    if not approximate:
+        return jax.nn.gelu(x, approximate=False)
+    xc = jnp.clip(x, -10, 10)
+    u = math.sqrt(2 / math.pi) * (xc + 0.044715 * (xc * xc * xc))
+    return 0.5 * x * (1 + jnp.tanh(u))
 
 
 def silu(x: Float[Array, "*b n"]) -> Float[Array, "*b n"]:
