@@ -234,6 +234,27 @@ def test_attention_references_and_key_axis_symmetry():
                                          jnp.asarray(v)), f(*args), rtol=1e-11)
 
 
+def test_half_precision_attention_scores_do_not_overflow():
+    """In float16, q·k of entries 200 over 3 features is 1.2e5 > 65504: the scores are
+    taken in float32, the output keeps the values' dtype (float64 reference)."""
+    r = rng(10)
+    q, k = 200 * r.uniform(0.5, 1.0, size=(2, 3)), 200 * r.uniform(0.5, 1.0, size=(4, 3))
+    v = r.normal(size=(4, 2))
+    args = [jnp.asarray(a, jnp.float16) for a in (q, k, v)]
+    q16, k16, v16 = (np.asarray(a, np.float64) for a in args)
+    s16 = q16 @ k16.T / np.sqrt(3)
+    for f, weights in ((tf.softmax_attention, np.exp(s16 - s16.max(-1, keepdims=True))),
+                       (tf.isotropic_tanh_attention, np_iso_tanh(s16))):
+        if f is tf.softmax_attention:
+            weights = weights / weights.sum(-1, keepdims=True)
+        y = f(*args)
+        assert y.dtype == jnp.float16
+        np.testing.assert_allclose(np.asarray(y, np.float64), weights @ v16, rtol=2e-2,
+                                   atol=2e-3)
+        g = jax.grad(lambda q: jnp.sum(f(q, args[1], args[2]).astype(jnp.float32)))(args[0])
+        assert np.all(np.isfinite(np.asarray(g, np.float64)))
+
+
 def test_multi_head_layers_match_eqs_69_70():
     r = rng(9)
     with X64():

@@ -174,11 +174,14 @@ def rotated_dropout(x: Float[Array, "*b n"], basis: Float[Array, "n n"],
 
 
 def attention_scores(query: Float[Array, "t d"], key: Float[Array, "s d"]) -> Float[Array, "t s"]:
-    """$QK^T/\\sqrt{d_k}$.
+    """$QK^T/\\sqrt{d_k}$, computed and returned in float32 for half-precision inputs
+    (in float16 a product of entries of a few hundred already overflows).
 
     **Symmetry:** invariant to a common rotation of query and key features.
     """
-    return jnp.einsum("td,sd->ts", query, key) / math.sqrt(query.shape[-1])
+    work = compute_dtype(jnp.result_type(query, key))
+    return (jnp.einsum("td,sd->ts", query.astype(work), key.astype(work))
+            / math.sqrt(query.shape[-1]))
 
 
 def softmax_attention(query: Float[Array, "t d"], key: Float[Array, "s d"],
@@ -190,7 +193,7 @@ def softmax_attention(query: Float[Array, "t d"], key: Float[Array, "s d"],
     query and key features).
     """
     w = jax.nn.softmax(attention_scores(query, key), axis=-1)
-    return jnp.einsum("ts,sv->tv", w, value)
+    return jnp.einsum("ts,sv->tv", w.astype(value.dtype), value)
 
 
 def isotropic_tanh_attention(query: Float[Array, "t d"], key: Float[Array, "s d"],
@@ -203,7 +206,7 @@ def isotropic_tanh_attention(query: Float[Array, "t d"], key: Float[Array, "s d"
     rotation of query and key features).
     """
     w = isotropic_tanh(attention_scores(query, key))
-    return jnp.einsum("ts,sv->tv", w, value)
+    return jnp.einsum("ts,sv->tv", w.astype(value.dtype), value)
 
 
 def multi_head_sum(x: Float[Array, " n"], weight: Float[Array, "h m n"],
