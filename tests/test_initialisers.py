@@ -236,6 +236,18 @@ def test_functional_initialisers_validate_their_scales(name, kwargs, arg):
     assert np.all(np.isfinite(np.asarray(getattr(F, name)(jax.random.key(0), (3, 3), **ok))))
 
 
+def test_truncated_normal_in_one_tail():
+    """An interval in one tail ([4, 6] holds 3.2e-5) is rescaled to the asked standard
+    deviation; one without mass in float64 ([50, 60]) is refused by name instead of a
+    division by zero."""
+    from taxdl.nn.initialisers import _functional as F
+
+    w = np.asarray(F.truncated_normal(jax.random.key(1), (100_000,), jnp.float32, 0.5, 4.0, 6.0))
+    assert abs(w.std() - 0.5) < 0.01
+    with pytest.raises(ValueError, match="`lower`, `upper`.*no probability mass"):
+        F.truncated_normal(jax.random.key(0), (3,), jnp.float32, 1.0, 50.0, 60.0)
+
+
 def test_haar_draws_outside_jit_are_compiled_once(jax_events):
     """Building a model outside `jax.jit` draws its orthogonal weights eagerly: a second
     draw of the same shape traces and compiles nothing (the Cholesky-QR with its

@@ -280,10 +280,20 @@ def truncated_normal(key: PRNGKeyArray, shape, dtype=None, stddev: float = 1.0,
     upper = check_real(upper, "upper") if not isinstance(upper, jax.Array) else upper
     if not lower < upper:
         raise ValueError(f"`lower` must be < `upper`, got {lower!r} and {upper!r}.")
-    # Variance of the standard normal truncated to [lower, upper].
+    # Variance of the standard normal truncated to [lower, upper]; its mass z from erfc on
+    # the side of the tail the interval lies in (a difference of CDFs near 1 loses it).
     phi = lambda t: math.exp(-t * t / 2) / math.sqrt(2 * math.pi)
-    cdf = lambda t: 0.5 * (1 + math.erf(t / math.sqrt(2)))
-    z = cdf(upper) - cdf(lower)
+    tail = lambda t: 0.5 * math.erfc(t / math.sqrt(2))          # P(Z > t)
+    if lower >= 0:
+        z = tail(lower) - tail(upper)
+    elif upper <= 0:
+        z = tail(-upper) - tail(-lower)
+    else:
+        z = 1 - tail(-lower) - tail(upper)
+    if not z > 0:
+        raise ValueError(f"truncated_normal: [`lower`, `upper`] = [{lower!r}, {upper!r}] "
+                         "standard deviations holds no probability mass in float64; use "
+                         "bounds within about ±37.")
     mean = (phi(lower) - phi(upper)) / z
     var = 1 + (lower * phi(lower) - upper * phi(upper)) / z - mean * mean
     w = jax.random.truncated_normal(key, lower, upper, shape, _work(dtype))
