@@ -236,6 +236,17 @@ def test_functional_initialisers_validate_their_scales(name, kwargs, arg):
     assert np.all(np.isfinite(np.asarray(getattr(F, name)(jax.random.key(0), (3, 3), **ok))))
 
 
+def test_initialiser_arguments_must_be_callable():
+    from taxdl.nn.initialisers import as_init_fn, init_linear, init_weights
+
+    layer = tnn.Linear(3, 2, key=jax.random.key(0))
+    for call in (lambda: init_weights(layer, "haar", jax.random.key(1)),
+                 lambda: init_linear(layer, "haar", jax.random.key(1)),
+                 lambda: as_init_fn(3)):
+        with pytest.raises(TypeError, match="`initialiser` must be callable"):
+            call()
+
+
 def test_truncated_normal_in_one_tail():
     """An interval in one tail ([4, 6] holds 3.2e-5) is rescaled to the asked standard
     deviation; one without mass in float64 ([50, 60]) is refused by name instead of a

@@ -628,7 +628,8 @@ def test_closure_under_claim_is_caught_by_a_fitted_witness():
     layer passes; with `fit_closure`, fitting (W', b') to the function moved by an affine
     map succeeds to rounding level, a witness that Aff(n) holds too."""
     layer = UnderClaimedAffine(6, key=jax.random.key(0))
-    quiet = check(layer, generations=("closure",), **FAST)
+    quiet = check(layer, generations="closure", **FAST)   # one generation as a string
+    assert {c.generation for c in quiet.cells} == {"closure"}
     assert all(m.found is None and not m.searched
                for c in quiet.cells for m in c.maximality)
     with pytest.raises(SymmetryViolation, match="may not be maximal") as info:

@@ -1225,7 +1225,8 @@ def check(primitive, n: int | None = None, *, dtype=jnp.float32, examples: int =
     - `rtol`, `atol`: override the dtype's tolerances.
     - `members`: generic members of a parameterised class (the `perturb` hook) on which
       algebraic and closure claims are also checked.
-    - `generations`: which generations to check (default all three).
+    - `generations`: which generations to check (default all three; one may be given as
+      a string).
     - `fit_closure`: search for witnesses that a closure cell is not maximal: for two
       elements of each immediate supergroup (outside the declared group), fit the class's
       parameters by L-BFGS to the moved function; a fit to rounding level on fresh inputs
@@ -1256,6 +1257,8 @@ def check(primitive, n: int | None = None, *, dtype=jnp.float32, examples: int =
         dims = [s[-1] for s in ctx.shapes if s]
         report = Report(ctx.name, jnp.dtype(ctx.dtype).name, n if n is not None else
                         (dims[0] if dims else None))
+        if isinstance(generations, (str, Generation)):   # one generation, not its letters
+            generations = (generations,)
         wanted = {g if isinstance(g, Generation) else Generation(g) for g in generations}
         for generation, flavour, cell in _algebraic_first(declared):
             if generation not in wanted:

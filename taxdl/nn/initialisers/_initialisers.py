@@ -312,6 +312,12 @@ class QROrthogonal(AbstractInitialiser):
         return F.qr_orthogonal(key, shape, dtype, self.gain)
 
 
+def _check_callable(initialiser, who: str) -> None:
+    if not callable(initialiser):
+        raise TypeError(f"{who}: `initialiser` must be callable as initialiser(key, shape, "
+                        f"dtype), e.g. taxdl.nn.HaarOrthogonal(), got {initialiser!r}.")
+
+
 def _is_weighted(m) -> bool:
     return isinstance(m, eqx.Module) and isinstance(getattr(m, "weight", None), jax.Array) \
         and m.weight.ndim >= 2
@@ -340,6 +346,7 @@ def init_linear(layer, initialiser, key: PRNGKeyArray, *, bias=None):
     **Symmetry:** the layer's class is unchanged; its initialisation law becomes the
     initialiser's (see its declaration).
     """
+    _check_callable(initialiser, "init_linear")
     weight = getattr(layer, "weight", None)
     _check_not_kernel(layer, "init_linear")
     if not isinstance(weight, jax.Array):
@@ -368,6 +375,7 @@ def init_weights(model, initialiser, key: PRNGKeyArray):
 
     **Symmetry:** as [`init_linear`][taxdl.nn.init_linear], for every layer.
     """
+    _check_callable(initialiser, "init_weights")
     leaves, treedef = jax.tree_util.tree_flatten(model, is_leaf=_is_weighted)
     for leaf in leaves:
         if _is_weighted(leaf):
@@ -386,6 +394,8 @@ def as_init_fn(initialiser):
 
     **Symmetry:** that of the initialiser (the same law).
     """
+    _check_callable(initialiser, "as_init_fn")
+
     def init_fn(key, shape, dtype=jnp.float32):
         return initialiser(key, shape, dtype)
 
