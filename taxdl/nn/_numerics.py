@@ -36,6 +36,13 @@ def unit_and_norm(x: Inexact[Array, "*b n"]) -> tuple[Inexact[Array, "*b n"], Ar
     return v * inverse_or_zero(root).astype(x.dtype), (root / p)[..., 0]
 
 
+def one_minus_power(base, t: Array) -> Array:
+    """$1 - b^t$ for a decay $b$ in [0, 1) and counts $t$ (an array of the result's dtype),
+    as $-\\operatorname{expm1}(t \\log(1 - (1 - b)))$ with $1 - b$ taken before any cast:
+    for b within float32's rounding of 1 (ρ = 1 − 1e-9), the plain $1 - b^t$ is 0."""
+    return -jnp.expm1(t * jnp.log1p(-(1 - base)))
+
+
 def require_floating(x, who: str, name: str = "x") -> None:
     """Raise a clear error unless `x` is a real floating array with at least one axis
     (integer inputs would be truncated by a cast back to their dtype)."""

@@ -15,7 +15,7 @@ from jaxtyping import Array, Int
 from optax import tree_utils as otu
 
 from .._types import check_real
-from ..nn._numerics import sum_of_squares_bounds
+from ..nn._numerics import one_minus_power, sum_of_squares_bounds
 
 
 def _is_real(value) -> bool:
@@ -225,9 +225,8 @@ def scale_by_adasgd(b1: ArrayLike = 0.9, b2: ArrayLike = 0.999, eps: ArrayLike =
 
         mu = jax.tree.map(moment, state.mu, updates)
         count = optax.safe_increment(state.count)
-        # √(v̂_t / d) = √v_t / √((1 − β₂ᵗ) d), with 1 − β₂ᵗ = −expm1(t log(1 − (1 − β₂)))
-        # (a plain 1 − β₂ᵗ is 0 in float32 for β₂ within its rounding of 1)
-        debias = -jnp.expm1(count.astype(acc) * jnp.log1p(-(1 - b2_)))
+        # √(v̂_t / d) = √v_t / √((1 − β₂ᵗ) d)
+        debias = one_minus_power(b2_, count.astype(acc))
         denom = nu_root / jnp.sqrt(debias * max(d, 1)) + eps_
         safe = jnp.where(denom > 0, denom, 1)
         # 0/0 (ε = 0, every gradient so far zero) is read as 0

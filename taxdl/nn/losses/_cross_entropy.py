@@ -16,8 +16,7 @@ def cross_entropy(logits: Float[Array, "*b n"], target: Float[Array, "*b n"]
     """$\\mathcal L(z, p) = -\\sum_i p_i \\log \\operatorname{softmax}(z)_i$, with
     $0 \\log 0 = 0$: a logit of −∞ where the target is 0 contributes nothing (not NaN)."""
     log_p = jax.nn.log_softmax(logits, axis=-1)
-    terms = jnp.where(target == 0, 0, target * jnp.where(target == 0, 0, log_p))
-    return -jnp.sum(terms, axis=-1)
+    return -jnp.sum(target * jnp.where(target == 0, 0, log_p), axis=-1)
 
 
 @register(family="loss", formula="−Σᵢ pᵢ log softmax(z)ᵢ",

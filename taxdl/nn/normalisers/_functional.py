@@ -275,10 +275,7 @@ def chi_apply(x: Float[Array, "*b n"], mean: Float[Array, " n"], rms: Float[Arra
     **Symmetry:** with μ and ρ moved along with x (batch statistics of rotated data),
     O(n)-equivariant when β = 0: the data-like symmetry of [`ChiNorm`][taxdl.nn.ChiNorm].
     """
-    if not (hasattr(x, "dtype") and jnp.issubdtype(x.dtype, jnp.floating) and x.ndim >= 1):
-        raise TypeError(f"chi_apply: `x` must be a real floating array with the feature axis "
-                        f"last, got {getattr(x, 'dtype', type(x).__name__)} of shape "
-                        f"{getattr(x, 'shape', None)}.")
+    require_floating(x, "chi_apply")
     n = x.shape[-1]
     eps = check_eps(eps, "chi_apply")
     return gamma * (chi_scale(n) * _ratio(x, mean, rms, eps)) + beta

@@ -42,7 +42,8 @@ from ...taxonomy import (
     signature,
     transport,
 )
-from .._numerics import compute_dtype, power_of_two_near, safe_norm, sqrt_or_zero
+from .._numerics import (compute_dtype, one_minus_power, power_of_two_near, safe_norm,
+                         sqrt_or_zero)
 from . import _functional as F
 from ..._types import IntLike, RealLike
 from ._checks import check_eps, check_input, check_momentum, check_n
@@ -57,10 +58,8 @@ def _unbound(who: str, axis_name) -> str:
 
 def _debias(hidden, count, momentum):
     """Zero-debiased moving average $h_t/(1 - ρ^t)$ (the raw value when $t = 0$), with
-    $1 - ρ^t = -\\operatorname{expm1}(t \\log(1 - (1 - ρ)))$ from $1 - ρ$ taken in double
-    precision: for ρ within float32's rounding of 1 the plain $1 - ρ^t$ is 0."""
-    t = count.astype(hidden.dtype)
-    scale = jnp.where(count == 0, 1, -jnp.expm1(t * jnp.log1p(-(1.0 - momentum))))
+    $1 - ρ^t$ from `one_minus_power` (exact also for ρ within float32's rounding of 1)."""
+    scale = jnp.where(count == 0, 1, one_minus_power(momentum, count.astype(hidden.dtype)))
     return hidden / scale
 
 
