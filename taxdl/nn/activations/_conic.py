@@ -13,7 +13,7 @@ from ...groups import (
     RotatedConeGroup,
 )
 from ...taxonomy import AbstractActivation, Signature, Taxonomy, as_function, register, signature
-from ..._types import check_real
+from ..._types import check_bool, check_real
 from . import _functional as F
 from ._common import fixed
 
@@ -130,8 +130,7 @@ class CoLU(AbstractActivation):
             cone_dim, num_cones, channels, projection, axis, eps)
         _check_choice(layout, "layout", ("block", "axes_first"))
         _check_choice(rectify_axis, "rectify_axis", (None, "relu", "silu"))
-        if not isinstance(shared_axis, bool):
-            raise TypeError(f"`shared_axis` must be a bool, got {shared_axis!r}.")
+        shared_axis = check_bool(shared_axis, "shared_axis", who=type(self).__name__)
         if shared_axis and cone_dim is not None and cone_dim < 2:
             raise ValueError(f"`cone_dim` must be >= 2 with shared_axis=True, got {cone_dim}.")
         if channels is not None:

@@ -15,7 +15,7 @@ from jaxtyping import Array, Float
 
 from ...groups import Permutation, PositiveMonomial, SignedPermutation
 from ...taxonomy import AbstractActivation, Taxonomy, register
-from ..._types import check_real
+from ..._types import check_bool, check_real
 from . import _functional as F
 from ._common import fixed
 
@@ -102,8 +102,7 @@ class GELU(AbstractActivation):
     taxonomy: ClassVar[Taxonomy] = _S
 
     def __check_init__(self):
-        if not isinstance(self.approximate, bool):
-            raise TypeError(f"`approximate` must be a bool, got {self.approximate!r}.")
+        check_bool(self.approximate, "approximate", who="GELU")
 
     @named_scope("taxdl.GELU")
     def __call__(self, x: Float[Array, "*b n"], *, key=None) -> Float[Array, "*b n"]:

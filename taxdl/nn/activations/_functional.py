@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Complex, Float
 
-from ..._types import check_int, check_real
+from ..._types import check_bool, check_int, check_real
 from .._numerics import (compute_dtype, inverse_or_zero, require_floating, safe_norm,
                          unit_and_norm)
 from . import _radial as R
@@ -79,9 +79,7 @@ def gelu(x: Float[Array, "*b n"], approximate: bool = False) -> Float[Array, "*b
     neither overflows nor makes the derivative NaN at large |x| (float16 above ~40,
     float32 above ~7e12)."""
     require_floating(x, "gelu")
-    if not isinstance(approximate, bool):
-        raise TypeError(f"`approximate` must be a bool, got {approximate!r}.")
-    if not approximate:
+    if not check_bool(approximate, "approximate", who="gelu"):
         return jax.nn.gelu(x, approximate=False)
     xc = jnp.clip(x, -10, 10)
     u = math.sqrt(2 / math.pi) * (xc + 0.044715 * (xc * xc * xc))
@@ -326,8 +324,7 @@ def colu(x: Float[Array, "..."], cone_dim: int | None = None, num_cones: int | N
     _choice(projection, "projection", _PROJECTIONS)
     _choice(layout, "layout", _LAYOUTS)
     _choice(rectify_axis, "rectify_axis", _RECTIFY)
-    if not isinstance(shared_axis, bool):
-        raise TypeError(f"`shared_axis` must be a bool, got {shared_axis!r}.")
+    shared_axis = check_bool(shared_axis, "shared_axis", who="colu")
     eps = check_real(eps, "eps", low=0)
     s, g = resolve_cones(x.shape[ax], cone_dim, num_cones, shared_axis)
     if g == 0 or s == 1:

@@ -22,7 +22,7 @@ from ...taxonomy import (
     signature,
     transport,
 )
-from ..._types import check_int, check_real
+from ..._types import check_bool, check_int, check_real
 from . import _functional as F
 from ._common import fixed, static_callable
 
@@ -58,8 +58,7 @@ class QuasiIsotropic(AbstractActivation):
         check_real(self.alpha, "alpha", low=0, low_open=True)
         if check_real(self.beta, "beta") == 1.0:
             raise ValueError("`beta` must differ from 1 (beta = 1 is the isotropic form).")
-        if not isinstance(self.normalise, bool):
-            raise TypeError(f"`normalise` must be a bool, got {self.normalise!r}.")
+        check_bool(self.normalise, "normalise", who=type(self).__name__)
         static_callable(self.sigma, "sigma", type(self).__name__)
 
     @named_scope("taxdl.QuasiIsotropic")
