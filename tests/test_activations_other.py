@@ -359,16 +359,3 @@ def test_series_branch_is_float64_accurate_below_its_switch():
     with _x64():
         y = np.asarray(F.bloch(jnp.asarray(x)))
     np.testing.assert_allclose(y, bloch_np(x), rtol=1e-12, atol=0)
-
-
-@pytest.mark.parametrize("call,name", [
-    (lambda: F.gelu(jnp.ones(3), approximate="no"), "approximate"),
-    (lambda: tnn.GELU(approximate=1), "approximate"),
-    (lambda: F.colu(jnp.ones((2, 12)), 4, shared_axis="no"), "shared_axis"),
-    (lambda: tnn.CoLU(cone_dim=4, shared_axis=0), "shared_axis"),
-    (lambda: tnn.QuasiIsotropic(normalise="yes"), "normalise"),
-])
-def test_flags_must_be_bools(call, name):
-    """A string or integer flag would otherwise be read by its truthiness ("no" is True)."""
-    with pytest.raises(TypeError, match=name):
-        call()

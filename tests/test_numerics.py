@@ -7,6 +7,8 @@ import pytest
 
 import taxdl.nn as tnn
 import taxdl.nn.functional as F
+from taxdl import optim
+from taxdl.testing import check
 from taxdl._types import check_int, check_real
 from taxdl.nn._numerics import materialise
 
@@ -71,3 +73,28 @@ def test_functional_and_module_forms_word_the_same_error_alike():
     with pytest.raises(ValueError, match="`bound` must be a finite number > 0, got -1.0") as m:
         tnn.CoordinateClip(-1.0)
     assert str(m.value) == "CoordinateClip: " + str(f.value)
+
+
+@pytest.mark.parametrize("call,name", [
+    (lambda: F.gelu(jnp.ones(3), approximate="no"), "approximate"),
+    (lambda: tnn.GELU(approximate=1), "approximate"),
+    (lambda: F.colu(jnp.ones((2, 12)), 4, shared_axis="no"), "shared_axis"),
+    (lambda: tnn.CoLU(cone_dim=4, shared_axis=0), "shared_axis"),
+    (lambda: tnn.QuasiIsotropic(normalise="yes"), "normalise"),
+    (lambda: tnn.BatchNorm(4, inference="no"), "inference"),
+    (lambda: tnn.ChiNorm(4, inference=1), "inference"),
+    (lambda: tnn.BatchNorm(4)(jnp.ones(4), None, inference="no"), "inference"),
+    (lambda: tnn.Dropout(0.5)(jnp.ones(4), inference="no"), "inference"),
+    (lambda: tnn.GmPLinear(3, 2, key=jax.random.key(0), odd="no"), "odd"),
+    (lambda: tnn.GmPLinear(3, 2, key=jax.random.key(0), positively_homogeneous=1),
+     "positively_homogeneous"),
+    (lambda: tnn.MLP(3, [4], 2, use_bias="no", key=jax.random.key(0)), "use_bias"),
+    (lambda: tnn.Sequential([tnn.IsotropicTanh()], check_fit="no"), "check_fit"),
+    (lambda: optim.normalised_sgd(0.1, 0.9, nesterov="no"), "nesterov"),
+    (lambda: check(tnn.IsotropicTanh(), 3, maximality="no"), "maximality"),
+    (lambda: check(tnn.IsotropicTanh(), 3, raise_on_failure=0), "raise_on_failure"),
+])
+def test_flags_must_be_bools(call, name):
+    """A string or integer flag would otherwise be read by its truthiness ("no" is True)."""
+    with pytest.raises(TypeError, match=name):
+        call()

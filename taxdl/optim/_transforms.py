@@ -14,7 +14,7 @@ from jaxtyping import Array, Int
 
 from optax import tree_utils as otu
 
-from .._types import check_real
+from .._types import check_bool, check_real
 from ..nn._numerics import one_minus_power, sum_of_squares_bounds
 
 
@@ -304,6 +304,7 @@ def normalised_sgd(learning_rate: optax.ScalarOrSchedule, momentum: ArrayLike = 
     **Symmetry:** algebraically O(d)-equivariant; scale-invariant when ε = 0.
     """
     checked = _check_unit(momentum, "momentum", "normalised_sgd")
+    nesterov = check_bool(nesterov, "nesterov", who="normalised_sgd")
     parts = [normalise_by_global_norm(eps)]
     # an array momentum (as `optax.inject_hyperparams` passes it, concrete in `init` and
     # traced in a compiled `update`) always gets a trace, so both build the same chain

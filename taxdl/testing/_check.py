@@ -48,7 +48,7 @@ from ._report import (
     violation_message,
 )
 from ._fit import closure_residuals as fit_residuals
-from .._types import check_real
+from .._types import check_bool, check_real
 from ._memory import relieve_map_pressure
 from ._stats import PROBE_COUNT, ks_pvalue, two_sample_test
 from ._subject import as_linear, cast, display_name, resolve
@@ -1248,6 +1248,9 @@ def check(primitive, n: int | None = None, *, dtype=jnp.float32, examples: int =
         raise ValueError(f"`examples` must be a positive integer, got {examples!r}.")
     if not isinstance(batch, int) or batch < 2:
         raise ValueError(f"`batch` must be an integer >= 2, got {batch!r}.")
+    maximality = check_bool(maximality, "maximality", who="check")
+    raise_on_failure = check_bool(raise_on_failure, "raise_on_failure", who="check")
+    fit_closure = check_bool(fit_closure, "fit_closure", who="check")
     wide = E.real_dtype(dtype) == jnp.float64
     with jax.enable_x64(True) if wide else contextlib.nullcontext():
         ctx, declared = make_context(

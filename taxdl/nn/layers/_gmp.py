@@ -37,7 +37,7 @@ from ...taxonomy import (
     signature,
     transport,
 )
-from ..._types import check_int
+from ..._types import check_bool, check_int
 from ..normalisers._checks import check_momentum
 from ..normalisers._stateful import _debias, _gaussian_batch
 from ._gmp_functional import (
@@ -65,9 +65,9 @@ def _check_activation(activation, who: str) -> Callable:
     return activation
 
 
-def _known(activation, flag: bool | None, known) -> bool:
+def _known(activation, flag: bool | None, known, name: str, who: str) -> bool:
     if flag is not None:
-        return bool(flag)
+        return check_bool(flag, name, who=who)
     return any(activation is a for a in known)
 
 
@@ -236,8 +236,9 @@ class GmPLinear(AbstractLayer):
         self.out_features = check_int(out_features, "out_features", who="GmPLinear")
         self.activation = _check_activation(activation, "GmPLinear")
         self.positively_homogeneous = _known(activation, positively_homogeneous,
-                                             _POSITIVELY_HOMOGENEOUS)
-        self.odd = _known(activation, odd, _ODD)
+                                             _POSITIVELY_HOMOGENEOUS, "positively_homogeneous",
+                                             "GmPLinear")
+        self.odd = _known(activation, odd, _ODD, "odd", "GmPLinear")
         dtype = _floating(dtype, "GmPLinear")
         self.theta_t, self.lam, self.r, self.sign = _init_units(key, out_features,
                                                                 in_features, dtype)
@@ -403,8 +404,9 @@ class GmPConv(AbstractLayer):
         self.padding = _padding(padding, who)
         self.activation = _check_activation(activation, who)
         self.positively_homogeneous = _known(activation, positively_homogeneous,
-                                             _POSITIVELY_HOMOGENEOUS)
-        self.odd = _known(activation, odd, _ODD)
+                                             _POSITIVELY_HOMOGENEOUS, "positively_homogeneous",
+                                             who)
+        self.odd = _known(activation, odd, _ODD, "odd", who)
         dtype = _floating(dtype, who)
         fan_in = self.in_channels * self.kernel_size[0] * self.kernel_size[1]
         self.theta_t, self.lam, self.r, self.sign = _init_units(key, out_channels, fan_in,
@@ -633,7 +635,8 @@ class InputMeanNorm(AbstractNormaliser, eqx.nn.StatefulLayer):
                  inference: bool = False, *, dtype=jnp.float32):
         self.n = check_int(n, "n", who="InputMeanNorm")
         self.momentum = check_momentum(momentum, "InputMeanNorm")
-        self.axis_name, self.inference = axis_name, inference
+        self.axis_name = axis_name
+        self.inference = check_bool(inference, "inference", who=type(self).__name__)
         dtype = _floating(dtype, "InputMeanNorm")
         self.state_index = eqx.nn.StateIndex((jnp.array(0, jnp.int32), jnp.zeros((n,), dtype)))
 
@@ -655,7 +658,8 @@ class InputMeanNorm(AbstractNormaliser, eqx.nn.StatefulLayer):
         if x.shape != (self.n,):
             raise ValueError(f"InputMeanNorm expects one unbatched input of shape "
                              f"({self.n},), got {x.shape}; batch with jax.vmap.")
-        inference = self.inference if inference is None else inference
+        inference = check_bool(self.inference if inference is None else inference, "inference",
+                               who=type(self).__name__)
         if inference:
             return input_mean_norm(x, self.running_mean(state)), state
         try:

@@ -9,7 +9,7 @@ import jax.numpy as jnp
 from jax import named_scope
 from jaxtyping import Array, Float, PRNGKeyArray
 
-from ..._types import check_int
+from ..._types import check_bool, check_int
 from ...groups import Affine, ConformalLinear, GeneralLinear, Orthogonal, Scaling
 from ...taxonomy import (
     AbstractLayer,
@@ -56,6 +56,7 @@ class InitialisedLinear(AbstractLayer):
                  use_bias: bool = True, key: PRNGKeyArray, dtype=jnp.float32):
         in_features = check_int(in_features, "in_features", who="InitialisedLinear")
         out_features = check_int(out_features, "out_features", who="InitialisedLinear")
+        use_bias = check_bool(use_bias, "use_bias", who="InitialisedLinear")
         if init is not None and not callable(init):
             raise TypeError("InitialisedLinear: `init` must be None or an initialiser called "
                             f"as init(key, shape, dtype), got {init!r}.")

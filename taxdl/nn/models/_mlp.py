@@ -10,7 +10,7 @@ import jax.numpy as jnp
 from jax import named_scope
 from jaxtyping import Array, Float, PRNGKeyArray
 
-from ..._types import check_int
+from ..._types import check_bool, check_int
 from ...taxonomy import (
     AbstractInitialiser,
     AbstractPrimitive,
@@ -144,6 +144,7 @@ class MLP(AbstractPrimitive):
                  use_bias: bool = True, *, key: PRNGKeyArray, dtype=jnp.float32):
         in_features = check_int(in_features, "in_features", who="MLP")
         out_features = check_int(out_features, "out_features", who="MLP")
+        use_bias = check_bool(use_bias, "use_bias", who="MLP")
         if isinstance(widths, (int, str)) or not isinstance(widths, Iterable):
             raise TypeError(f"MLP: `widths` must be a sequence of hidden widths (e.g. [{widths!r}] "
                             f"for one hidden layer), got {widths!r}.")

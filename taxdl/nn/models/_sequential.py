@@ -10,6 +10,7 @@ import jax.numpy as jnp
 from jax import named_scope
 from jaxtyping import Array, Inexact, PRNGKeyArray
 
+from ..._types import check_bool
 from ...taxonomy import (
     AbstractPrimitive,
     Flavour,
@@ -99,7 +100,7 @@ class Sequential(AbstractPrimitive):
             raise ValueError("Sequential needs at least one layer.")
         _check_tagged(layers, "Sequential")
         parts = chain_parts(layers)
-        if check_fit:
+        if check_bool(check_fit, "check_fit", who="Sequential"):
             warn_fit(parts, layers, stacklevel=4)
         self.layers = layers
 

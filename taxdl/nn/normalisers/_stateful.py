@@ -45,7 +45,7 @@ from ...taxonomy import (
 from .._numerics import (compute_dtype, one_minus_power, power_of_two_near, safe_norm,
                          sqrt_or_zero)
 from . import _functional as F
-from ..._types import IntLike, RealLike
+from ..._types import IntLike, RealLike, check_bool
 from ._checks import check_eps, check_input, check_momentum, check_n
 
 
@@ -172,7 +172,8 @@ class _AbstractDataNormaliser(AbstractNormaliser, eqx.nn.StatefulLayer):
         who = type(self).__name__
         with named_scope(f"taxdl.{who}"):
             check_input(x, self.n, who)
-            inference = self.inference if inference is None else inference
+            inference = check_bool(self.inference if inference is None else inference, "inference",
+                                   who=type(self).__name__)
             d = x.dtype
             if inference:
                 mean, scale = (a.astype(compute_dtype(d)) for a in self.statistics(state))
@@ -241,7 +242,8 @@ class ChiNorm(_AbstractDataNormaliser):
         self.n = check_n(n, "ChiNorm")
         self.eps = check_eps(eps, "ChiNorm")
         self.momentum = check_momentum(momentum, "ChiNorm")
-        self.axis_name, self.inference = axis_name, inference
+        self.axis_name = axis_name
+        self.inference = check_bool(inference, "inference", who=type(self).__name__)
         self.gamma = jnp.ones((), dtype)
         self.beta = jnp.zeros((n,), dtype)
         # running statistics in the compute dtype: a float16 magnitude overflows at 65504
@@ -304,7 +306,8 @@ class BatchNorm(_AbstractDataNormaliser):
         self.n = check_n(n, "BatchNorm")
         self.eps = check_eps(eps, "BatchNorm")
         self.momentum = check_momentum(momentum, "BatchNorm")
-        self.axis_name, self.inference = axis_name, inference
+        self.axis_name = axis_name
+        self.inference = check_bool(inference, "inference", who=type(self).__name__)
         self.gamma = jnp.ones((n,), dtype)
         self.beta = jnp.zeros((n,), dtype)
         # running statistics in the compute dtype: a float16 magnitude overflows at 65504
@@ -372,7 +375,8 @@ class MagnitudeEMANorm(AbstractNormaliser, eqx.nn.StatefulLayer):
         self.n = check_n(n, "MagnitudeEMANorm")
         self.eps = check_eps(eps, "MagnitudeEMANorm")
         self.momentum = check_momentum(momentum, "MagnitudeEMANorm")
-        self.axis_name, self.inference = axis_name, inference
+        self.axis_name = axis_name
+        self.inference = check_bool(inference, "inference", who=type(self).__name__)
         self.gamma = jnp.ones((), dtype)
         self.beta = jnp.zeros((n,), dtype)
         # running statistics in the compute dtype: a float16 magnitude overflows at 65504
@@ -396,7 +400,8 @@ class MagnitudeEMANorm(AbstractNormaliser, eqx.nn.StatefulLayer):
         overrides `self.inference`. **Returns:** `(y, new_state)`."""
         del key
         check_input(x, self.n, "MagnitudeEMANorm")
-        inference = self.inference if inference is None else inference
+        inference = check_bool(self.inference if inference is None else inference, "inference",
+                               who=type(self).__name__)
         d = x.dtype
         if inference:
             s = self.statistic(state)

@@ -15,7 +15,7 @@ import jax.numpy as jnp
 from jax import named_scope
 from jaxtyping import Array, Float, PRNGKeyArray
 
-from ..._types import RealLike, as_real, check_int, check_real
+from ..._types import RealLike, as_real, check_bool, check_int, check_real
 from ...groups import (
     Affine,
     Diagonal,
@@ -118,7 +118,8 @@ class Dropout(AbstractOperation):
     def __call__(self, x: Float[Array, " n"], *, key: PRNGKeyArray | None = None,
                  inference: bool | None = None) -> Float[Array, " n"]:
         _check_x(x, "Dropout")
-        inference = self.inference if inference is None else inference
+        inference = check_bool(self.inference if inference is None else inference, "inference",
+                               who=type(self).__name__)
         if inference or self.rate == 0:
             return x
         _need_key(key, "Dropout")
@@ -169,7 +170,8 @@ class StochasticIsotropicDropout(AbstractOperation):
                  inference: bool | None = None, basis: Array | None = None
                  ) -> Float[Array, " n"]:
         _check_x(x, "StochasticIsotropicDropout")
-        inference = self.inference if inference is None else inference
+        inference = check_bool(self.inference if inference is None else inference, "inference",
+                               who=type(self).__name__)
         if inference or self.rate == 0:
             return x
         _need_key(key, "StochasticIsotropicDropout")
@@ -269,7 +271,7 @@ class CorrelatedIsotropicDropout(AbstractOperation, eqx.nn.StatefulLayer):
         who = "CorrelatedIsotropicDropout"
         self.overlap = check_real(overlap, "overlap", who=who, low=0, high=1)
         self.step = check_real(step, "step", who=who, low=0)
-        self.inference = inference
+        self.inference = check_bool(inference, "inference", who=who)
         self.state_index = eqx.nn.StateIndex(self.initial_state(key, dtype))
 
     def initial_state(self, key: PRNGKeyArray, dtype=jnp.float32) -> tuple[Array, Array]:
@@ -289,7 +291,8 @@ class CorrelatedIsotropicDropout(AbstractOperation, eqx.nn.StatefulLayer):
                  ) -> tuple[Float[Array, " n"], eqx.nn.State]:
         """**Returns:** `(y, new_state)`; the state advances one step per training call."""
         _check_x(x, "CorrelatedIsotropicDropout", self.n)
-        inference = self.inference if inference is None else inference
+        inference = check_bool(self.inference if inference is None else inference, "inference",
+                               who=type(self).__name__)
         if inference or self.rate == 0:
             return x, state
         _need_key(key, "CorrelatedIsotropicDropout")
