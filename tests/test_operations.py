@@ -309,6 +309,8 @@ def test_binary_operations_are_finite_at_edge_cases():
      "`overlap`"),
     (lambda: tnn.CorrelatedIsotropicDropout(4, step=-1.0, key=jax.random.key(0)), ValueError,
      "`step`"),
+    (lambda: tnn.CorrelatedIsotropicDropout(4, step=1e30, key=jax.random.key(0)), ValueError,
+     r"`step` must be a finite number in \[0, 10"),
     (lambda: tnn.BoxClip(0.0), ValueError, "`bound`"),
     (lambda: tnn.SoftmaxAttention()(jnp.ones((2, 3)), jnp.ones((4, 2)), jnp.ones((4, 5))),
      (ValueError, TypeError), "feature size|'keys'"),
@@ -411,3 +413,14 @@ def test_cross_entropy_against_numpy_and_at_infinite_logits():
     lse = np.log(1 + np.e)
     np.testing.assert_allclose(float(loss), 0.5 * lse + 0.5 * (lse - 1), rtol=1e-6)
     assert np.all(np.isfinite(np.asarray(grad))) and float(grad[1]) == 0.0
+
+
+def test_correlated_dropout_largest_step_keeps_the_basis_orthogonal():
+    """At the largest accepted walk step the matrix exponential is still accurate: the
+    basis stays orthogonal to float32 rounding after a step (it is NaN at σ ≈ 1e4)."""
+    n = 64
+    drop = tnn.CorrelatedIsotropicDropout(n, step=10.0, key=jax.random.key(0))
+    state = eqx.nn.State(drop)
+    _, state = jax.jit(lambda x, s: drop(x, s, key=jax.random.key(1)))(jnp.ones(n), state)
+    basis = np.asarray(state.get(drop.state_index)[0], np.float64)
+    assert np.abs(basis.T @ basis - np.eye(n)).max() < 1e-4

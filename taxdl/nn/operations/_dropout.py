@@ -209,6 +209,10 @@ def overlap_probability(rate, overlap, active, inactive):
     return jnp.where(degenerate, lam, gamma), jnp.where(degenerate, lam, q)
 
 
+MAX_STEP = 10.0
+"""The largest walk step σ of `CorrelatedIsotropicDropout` (see its docstring)."""
+
+
 def correlated_step(key, basis, dropped, rate: float, overlap: float, step: float):
     """One step of the random walk (App. C.1): $R \\leftarrow R\\,e^{σA}$ with $A$
     antisymmetric Gaussian (a walk in SO(n) started from a Haar point), and the drop
@@ -252,7 +256,11 @@ class CorrelatedIsotropicDropout(AbstractOperation, eqx.nn.StatefulLayer):
     unevenly; the law over the initial state and the steps is isotropic.
 
     **Arguments:** `n`; `rate` λ in [0, 1); `overlap` Γ in [0, 1] (default λ); `step` σ
-    ≥ 0 of the walk (default 0.1); `key` for the initial state; `inference`; `dtype`.
+    of the walk in [0, 10] (default 0.1); `key` for the initial state; `inference`;
+    `dtype`. A step turns the basis by angles up to about $2σ\\sqrt n$ radians: σ = 10
+    is already many turns per step (for independent bases use
+    `StochasticIsotropicDropout`), and much larger σ would put the matrix exponential
+    beyond its accurate range (NaN above σ ≈ 1e4).
     """
 
     state_index: eqx.nn.StateIndex
@@ -270,7 +278,7 @@ class CorrelatedIsotropicDropout(AbstractOperation, eqx.nn.StatefulLayer):
         overlap = self.rate if overlap is None else overlap
         who = "CorrelatedIsotropicDropout"
         self.overlap = check_real(overlap, "overlap", who=who, low=0, high=1)
-        self.step = check_real(step, "step", who=who, low=0)
+        self.step = check_real(step, "step", who=who, low=0, high=MAX_STEP)
         self.inference = check_bool(inference, "inference", who=who)
         self.state_index = eqx.nn.StateIndex(self.initial_state(key, dtype))
 
