@@ -98,3 +98,24 @@ def test_flags_must_be_bools(call, name):
     """A string or integer flag would otherwise be read by its truthiness ("no" is True)."""
     with pytest.raises(TypeError, match=name):
         call()
+
+
+@pytest.mark.parametrize("dtype", [jnp.complex64, jnp.bool_])
+@pytest.mark.parametrize("make", [
+    lambda: tnn.Linear(3, 2, key=jax.random.key(0)),
+    lambda: tnn.ElementwiseDense(3, 2, key=jax.random.key(0)),
+    lambda: tnn.InitialisedLinear(3, 2, None, key=jax.random.key(0)),
+    lambda: tnn.GmPLinear(3, 2, key=jax.random.key(0)),
+    lambda: (lambda x: F.gmp_linear(x, jnp.zeros((2, 2)), jnp.zeros(2), jnp.ones(2))),
+    lambda: (lambda x: tnn.GmPConv(3, 2, 1, key=jax.random.key(0))(x.reshape(3, 1, 1))),
+])
+def test_affine_layers_refuse_complex_and_boolean_inputs(make, dtype):
+    """Against real parameters a complex input would give a complex output and a boolean
+    one a 0/1 input, silently; integers (pixel values) are promoted, as for eqx.nn.Linear."""
+    layer = make()
+    with pytest.raises(TypeError, match="`x` must be a real floating or integer array|.x."):
+        layer(jnp.ones(3, dtype))
+    y = layer(jnp.arange(3))
+    assert y.dtype == jnp.float32
+    np.testing.assert_allclose(np.asarray(y).ravel(), np.asarray(
+        layer(jnp.arange(3, dtype=jnp.float32))).ravel(), rtol=1e-6)

@@ -54,6 +54,19 @@ def require_floating(x, who: str, name: str = "x") -> None:
                          "a scalar.")
 
 
+def require_real(x, who: str, dtype, name: str = "x"):
+    """`x`, checked to be a real array, floating or integer; integers (such as pixel
+    values) are cast to `dtype`, the parameters' dtype of the affine layer `who`.
+    Complex and boolean arrays are refused with a clear error: promoted against real
+    parameters they would give a complex or 0/1 result instead."""
+    x_dtype = getattr(x, "dtype", None)
+    if x_dtype is None or not (jnp.issubdtype(x_dtype, jnp.floating)
+                               or jnp.issubdtype(x_dtype, jnp.integer)):
+        raise TypeError(f"{who}: `{name}` must be a real floating or integer array, got "
+                        f"{x_dtype if x_dtype is not None else type(x).__name__}.")
+    return x if jnp.issubdtype(x_dtype, jnp.floating) else x.astype(dtype)
+
+
 def compute_dtype(dtype) -> jnp.dtype:
     """The real dtype the kernels compute in: float32 for half precisions and float32
     (and complex64), float64 for float64 (and complex128)."""

@@ -38,6 +38,7 @@ from ...taxonomy import (
     transport,
 )
 from ..._types import check_bool, check_int
+from .._numerics import require_real
 from ..normalisers._checks import check_momentum
 from ..normalisers._stateful import _debias, _gaussian_batch
 from ._gmp_functional import (
@@ -258,6 +259,7 @@ class GmPLinear(AbstractLayer):
         """**Arguments:** one unbatched input of shape `(in_features,)` (batch with
         `jax.vmap`: the directions are then still built once). **Returns:** `(out_features,)`."""
         del key
+        x = require_real(x, "GmPLinear", self.theta_t.dtype)
         if x.shape != (self.in_features,):
             raise ValueError(
                 f"GmPLinear expects one unbatched input of shape ({self.in_features},), got "
@@ -437,6 +439,7 @@ class GmPConv(AbstractLayer):
         """**Arguments:** one unbatched image `(in_channels, H, W)` (integer images are
         promoted to the parameters' dtype). **Returns:** `(out_channels, H', W')`."""
         del key
+        x = require_real(x, "GmPConv", self.theta_t.dtype)
         if x.ndim != 3 or x.shape[0] != self.in_channels:
             raise ValueError(f"GmPConv expects one unbatched input of shape "
                              f"({self.in_channels}, H, W), got {x.shape}; use jax.vmap for "

@@ -28,7 +28,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, Real
 
-from .._numerics import materialise, sqrt_or_zero
+from .._numerics import materialise, require_real, sqrt_or_zero
 
 # π/2 to 60 digits (a mathematical constant), split for Cody–Waite reduction.
 _HALF_PI = Fraction("1.57079632679489661923132169163975144209858469968755291048747")
@@ -282,7 +282,7 @@ def _atan2_or_zero(a, b):
     return jnp.where(origin, 0, jnp.arctan2(jnp.where(origin, 0, a), jnp.where(origin, 1, b)))
 
 
-def gmp_linear(x: Float[Array, "*b i"], theta: Float[Array, "o m"], lam: Float[Array, " o"],
+def gmp_linear(x: Real[Array, "*b i"], theta: Float[Array, "o m"], lam: Float[Array, " o"],
                r: Float[Array, " o"], activation: Callable = jax.nn.relu,
                sign: Real[Array, " o"] | None = None) -> Float[Array, "*b o"]:
     """A layer of GmP units, $z = r \\odot σ(U(θ)\\,x + λ)$ (GmP paper eq 13): row $i$ of
@@ -298,6 +298,7 @@ def gmp_linear(x: Float[Array, "*b i"], theta: Float[Array, "o m"], lam: Float[A
 
     **Symmetry:** see [`GmPLinear`][taxdl.nn.GmPLinear].
     """
+    x = require_real(x, "gmp_linear", jnp.result_type(theta))
     return units_t(x, _rows_to_columns(theta), lam, r, activation, sign)
 
 

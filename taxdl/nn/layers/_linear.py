@@ -6,9 +6,10 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 from jax import named_scope
-from jaxtyping import Array, Float, PRNGKeyArray
+from jaxtyping import Array, Float, PRNGKeyArray, Real
 
 from ..._types import check_int
+from .._numerics import require_real
 from ...groups import (
     Affine,
     ConformalLinear,
@@ -79,8 +80,9 @@ class Linear(AbstractLayer):
         self.weight, self.bias = gaussian_init(key, out_features, in_features, dtype)
 
     @named_scope("taxdl.Linear")
-    def __call__(self, x: Float[Array, " in"], *, key=None) -> Float[Array, " out"]:
+    def __call__(self, x: Real[Array, " in"], *, key=None) -> Float[Array, " out"]:
         del key
+        x = require_real(x, "Linear", self.weight.dtype)
         if x.shape != (self.in_features,):
             raise ValueError(
                 f"Linear expects one unbatched input of shape ({self.in_features},), got "
@@ -161,8 +163,9 @@ class ElementwiseDense(AbstractLayer):
         self.weight, self.bias = gaussian_init(key, out_features, in_features, dtype)
 
     @named_scope("taxdl.ElementwiseDense")
-    def __call__(self, x: Float[Array, " in"], *, key=None) -> Float[Array, " out"]:
+    def __call__(self, x: Real[Array, " in"], *, key=None) -> Float[Array, " out"]:
         del key
+        x = require_real(x, "ElementwiseDense", self.weight.dtype)
         if x.shape != (self.in_features,):
             raise ValueError(
                 f"ElementwiseDense expects one unbatched input of shape "

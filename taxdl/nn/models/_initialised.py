@@ -7,7 +7,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 from jax import named_scope
-from jaxtyping import Array, Float, PRNGKeyArray
+from jaxtyping import Array, Float, PRNGKeyArray, Real
 
 from ..._types import check_bool, check_int
 from ...groups import Affine, ConformalLinear, GeneralLinear, Orthogonal, Scaling
@@ -21,6 +21,7 @@ from ...taxonomy import (
     taxonomy,
     transport,
 )
+from .._numerics import require_real
 from ..layers._linear import affine_transport
 
 
@@ -91,8 +92,9 @@ class InitialisedLinear(AbstractLayer):
                         note="probabilistic cells from the initialiser")
 
     @named_scope("taxdl.InitialisedLinear")
-    def __call__(self, x: Float[Array, " in"], *, key=None) -> Float[Array, " out"]:
+    def __call__(self, x: Real[Array, " in"], *, key=None) -> Float[Array, " out"]:
         del key
+        x = require_real(x, "InitialisedLinear", self.weight.dtype)
         if x.shape != (self.in_features,):
             raise ValueError(f"InitialisedLinear expects shape ({self.in_features},), got "
                              f"{x.shape}; use jax.vmap for batches.")
