@@ -78,3 +78,21 @@ def check_real(value, name: str, *, who: str | None = None, low=None, high=None,
     if not ok:
         raise ValueError(message)
     return v
+
+
+def check_float_dtype(dtype, who: str, name: str = "dtype"):
+    """`dtype` as a JAX dtype when it names a real floating dtype (float16, bfloat16,
+    float32, float64); otherwise a `TypeError` naming the argument and the primitive `who`
+    (integer parameters would be truncated at initialisation, complex ones are not
+    supported by the real modules)."""
+    import jax.numpy as jnp
+
+    message = (f"{_prefix(who)}`{name}` must be a real floating dtype (float16, bfloat16, "
+               f"float32 or float64), got {dtype!r}.")
+    try:
+        resolved = jnp.dtype(dtype)
+    except TypeError:
+        raise TypeError(message) from None
+    if not jnp.issubdtype(resolved, jnp.floating):
+        raise TypeError(message)
+    return resolved

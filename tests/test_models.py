@@ -84,7 +84,7 @@ def test_mlp_bad_arguments(kwargs, match):
 
 
 def test_mlp_refuses_a_non_floating_dtype():
-    with pytest.raises(TypeError, match="`dtype` must be a floating dtype"):
+    with pytest.raises(TypeError, match="`dtype` must be a real floating dtype"):
         tnn.MLP(3, [4], 2, key=jax.random.key(0), dtype=jnp.int32)
 
 

@@ -1,5 +1,6 @@
 """The shared numerical helpers: `materialise` is the identity in value and derivative."""
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -119,3 +120,44 @@ def test_affine_layers_refuse_complex_and_boolean_inputs(make, dtype):
     assert y.dtype == jnp.float32
     np.testing.assert_allclose(np.asarray(y).ravel(), np.asarray(
         layer(jnp.arange(3, dtype=jnp.float32))).ravel(), rtol=1e-6)
+
+
+_KEY = jax.random.key(0)
+
+
+@pytest.mark.parametrize("dtype", [jnp.int32, jnp.complex64, "not a dtype"])
+@pytest.mark.parametrize("make", [
+    lambda d: tnn.Linear(3, 2, key=_KEY, dtype=d),
+    lambda d: tnn.ElementwiseDense(3, 2, key=_KEY, dtype=d),
+    lambda d: tnn.InitialisedLinear(3, 2, None, key=_KEY, dtype=d),
+    lambda d: tnn.MLP(3, [4], 2, key=_KEY, dtype=d),
+    lambda d: tnn.GmPLinear(3, 2, key=_KEY, dtype=d),
+    lambda d: tnn.GmPConv(3, 2, 1, key=_KEY, dtype=d),
+    lambda d: tnn.InputMeanNorm(3, dtype=d),
+    lambda d: tnn.LayerNorm(3, dtype=d),
+    lambda d: tnn.ScalarLayerNorm(3, dtype=d),
+    lambda d: tnn.RMSNorm(3, dtype=d),
+    lambda d: tnn.GroupNorm(4, 2, dtype=d),
+    lambda d: tnn.InstanceNorm(3, dtype=d),
+    lambda d: tnn.SimpleIsotropicLayerNorm(3, dtype=d),
+    lambda d: tnn.IsotropicLayerNorm(3, key=_KEY, dtype=d),
+    lambda d: tnn.BatchNorm(3, dtype=d),
+    lambda d: tnn.ChiNorm(3, dtype=d),
+    lambda d: tnn.MagnitudeEMANorm(3, dtype=d),
+    lambda d: tnn.CorrelatedIsotropicDropout(3, key=_KEY, dtype=d),
+    lambda d: tnn.TrainableDirection(3, key=_KEY, dtype=d),
+    lambda d: tnn.MultiHeadSum(4, 2, key=_KEY, dtype=d),
+    lambda d: tnn.MultiHeadAffineSum(4, 3, 2, key=_KEY, dtype=d),
+])
+def test_parameter_dtype_must_be_real_floating(make, dtype):
+    """Integer parameters would be truncated at initialisation (γ = 1, β = 0 stay, Gaussian
+    weights become 0) and complex ones are not supported: each module says so by name."""
+    with pytest.raises(TypeError, match="`dtype` must be a real floating dtype"):
+        make(dtype)
+    # the parameters take the dtype (the normalisers' running statistics are kept in
+    # float32 by design); modules without parameters keep their state in it
+    module = make(jnp.bfloat16)
+    leaves = jax.tree.leaves(module, is_leaf=lambda x: isinstance(x, eqx.nn.StateIndex))
+    params = [x for x in leaves if eqx.is_inexact_array(x)] or [
+        x for x in jax.tree.leaves(eqx.nn.State(module)) if eqx.is_inexact_array(x)]
+    assert params and all(x.dtype == jnp.bfloat16 for x in params)

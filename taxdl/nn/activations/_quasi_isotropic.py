@@ -22,7 +22,7 @@ from ...taxonomy import (
     signature,
     transport,
 )
-from ..._types import check_bool, check_int, check_real
+from ..._types import check_bool, check_float_dtype, check_int, check_real
 from . import _functional as F
 from ._common import fixed, static_callable
 
@@ -167,6 +167,7 @@ class TrainableDirection(AbstractActivation):
     def __init__(self, in_features: int, num_directions: int | None = None, *,
                  key: PRNGKeyArray, sigma: Callable = jnp.tanh, floor: float = 0.05,
                  dtype=jnp.float32):
+        dtype = check_float_dtype(dtype, type(self).__name__)
         who = "TrainableDirection"
         in_features = check_int(in_features, "in_features", who=who)
         m = check_int(4 * in_features if num_directions is None else num_directions,

@@ -37,7 +37,7 @@ from ...taxonomy import (
     signature,
     transport,
 )
-from ..._types import check_bool, check_int
+from ..._types import check_bool, check_float_dtype, check_int
 from .._numerics import require_real
 from ..normalisers._checks import check_momentum
 from ..normalisers._stateful import _debias, _gaussian_batch
@@ -70,13 +70,6 @@ def _known(activation, flag: bool | None, known, name: str, who: str) -> bool:
     if flag is not None:
         return check_bool(flag, name, who=who)
     return any(activation is a for a in known)
-
-
-def _floating(dtype, who: str):
-    dtype = jnp.dtype(dtype)
-    if not jnp.issubdtype(dtype, jnp.floating):
-        raise TypeError(f"{who}: `dtype` must be a real floating dtype, got {dtype}.")
-    return dtype
 
 
 def _gmp_taxonomy(homogeneous: bool, odd: bool, shifts: bool = True) -> Taxonomy:
@@ -240,7 +233,7 @@ class GmPLinear(AbstractLayer):
                                              _POSITIVELY_HOMOGENEOUS, "positively_homogeneous",
                                              "GmPLinear")
         self.odd = _known(activation, odd, _ODD, "odd", "GmPLinear")
-        dtype = _floating(dtype, "GmPLinear")
+        dtype = check_float_dtype(dtype, "GmPLinear")
         self.theta_t, self.lam, self.r, self.sign = _init_units(key, out_features,
                                                                 in_features, dtype)
 
@@ -409,7 +402,7 @@ class GmPConv(AbstractLayer):
                                              _POSITIVELY_HOMOGENEOUS, "positively_homogeneous",
                                              who)
         self.odd = _known(activation, odd, _ODD, "odd", who)
-        dtype = _floating(dtype, who)
+        dtype = check_float_dtype(dtype, who)
         fan_in = self.in_channels * self.kernel_size[0] * self.kernel_size[1]
         self.theta_t, self.lam, self.r, self.sign = _init_units(key, out_channels, fan_in,
                                                                 dtype)
@@ -636,11 +629,11 @@ class InputMeanNorm(AbstractNormaliser, eqx.nn.StatefulLayer):
 
     def __init__(self, n: int, axis_name: Hashable = "batch", momentum: float = 0.99,
                  inference: bool = False, *, dtype=jnp.float32):
+        dtype = check_float_dtype(dtype, type(self).__name__)
         self.n = check_int(n, "n", who="InputMeanNorm")
         self.momentum = check_momentum(momentum, "InputMeanNorm")
         self.axis_name = axis_name
         self.inference = check_bool(inference, "inference", who=type(self).__name__)
-        dtype = _floating(dtype, "InputMeanNorm")
         self.state_index = eqx.nn.StateIndex((jnp.array(0, jnp.int32), jnp.zeros((n,), dtype)))
 
     @property

@@ -8,7 +8,7 @@ import jax.numpy as jnp
 from jax import named_scope
 from jaxtyping import Array, Float, PRNGKeyArray, Real
 
-from ..._types import check_int
+from ..._types import check_float_dtype, check_int
 from .._numerics import require_real
 from ...groups import (
     Affine,
@@ -75,6 +75,7 @@ class Linear(AbstractLayer):
 
     def __init__(self, in_features: int, out_features: int, *, key: PRNGKeyArray,
                  dtype=jnp.float32):
+        dtype = check_float_dtype(dtype, type(self).__name__)
         self.in_features = check_int(in_features, "in_features", who=type(self).__name__)
         self.out_features = check_int(out_features, "out_features", who=type(self).__name__)
         self.weight, self.bias = gaussian_init(key, out_features, in_features, dtype)
@@ -158,6 +159,7 @@ class ElementwiseDense(AbstractLayer):
 
     def __init__(self, in_features: int, out_features: int, *, key: PRNGKeyArray,
                  dtype=jnp.float32):
+        dtype = check_float_dtype(dtype, type(self).__name__)
         self.in_features = check_int(in_features, "in_features", who=type(self).__name__)
         self.out_features = check_int(out_features, "out_features", who=type(self).__name__)
         self.weight, self.bias = gaussian_init(key, out_features, in_features, dtype)

@@ -9,7 +9,7 @@ import jax.numpy as jnp
 from jax import named_scope
 from jaxtyping import Array, Float, PRNGKeyArray, Real
 
-from ..._types import check_bool, check_int
+from ..._types import check_bool, check_float_dtype, check_int
 from ...groups import Affine, ConformalLinear, GeneralLinear, Orthogonal, Scaling
 from ...taxonomy import (
     AbstractLayer,
@@ -55,6 +55,7 @@ class InitialisedLinear(AbstractLayer):
 
     def __init__(self, in_features: int, out_features: int, init: Callable | None = None, *,
                  use_bias: bool = True, key: PRNGKeyArray, dtype=jnp.float32):
+        dtype = check_float_dtype(dtype, type(self).__name__)
         in_features = check_int(in_features, "in_features", who="InitialisedLinear")
         out_features = check_int(out_features, "out_features", who="InitialisedLinear")
         use_bias = check_bool(use_bias, "use_bias", who="InitialisedLinear")

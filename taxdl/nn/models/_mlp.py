@@ -10,7 +10,7 @@ import jax.numpy as jnp
 from jax import named_scope
 from jaxtyping import Array, Float, PRNGKeyArray
 
-from ..._types import check_bool, check_int
+from ..._types import check_bool, check_float_dtype, check_int
 from ...taxonomy import (
     AbstractInitialiser,
     AbstractPrimitive,
@@ -149,9 +149,7 @@ class MLP(AbstractPrimitive):
             raise TypeError(f"MLP: `widths` must be a sequence of hidden widths (e.g. [{widths!r}] "
                             f"for one hidden layer), got {widths!r}.")
         widths = tuple(check_int(w, "widths[i]", who="MLP") for w in widths)
-        if not jnp.issubdtype(jnp.dtype(dtype), jnp.floating):
-            raise TypeError(f"MLP: `dtype` must be a floating dtype (e.g. float32), got "
-                            f"{jnp.dtype(dtype)}.")
+        dtype = check_float_dtype(dtype, "MLP")
         if parameterization not in PARAMETERIZATIONS:
             raise ValueError(f"MLP: `parameterization` must be one of {PARAMETERIZATIONS}, got "
                              f"{parameterization!r}.")

@@ -48,7 +48,7 @@ from ...taxonomy import (
     transport,
 )
 from . import _functional as F
-from ..._types import IntLike, RealLike
+from ..._types import IntLike, RealLike, check_float_dtype
 from ._checks import check_channels, check_eps, check_input, check_n
 
 
@@ -77,6 +77,7 @@ class RMSNorm(AbstractNormaliser):
     eps: float = eqx.field(static=True)
 
     def __init__(self, n: IntLike, eps: RealLike = 0.0, *, dtype=jnp.float32):
+        dtype = check_float_dtype(dtype, type(self).__name__)
         self.n = check_n(n, "RMSNorm")
         self.eps = check_eps(eps, "RMSNorm")
         self.gamma = jnp.ones((n,), dtype)
@@ -238,6 +239,7 @@ class GroupNorm(AbstractNormaliser):
     eps: float = eqx.field(static=True)
 
     def __init__(self, n: IntLike, groups: IntLike, eps: RealLike = 0.0, *, dtype=jnp.float32):
+        dtype = check_float_dtype(dtype, type(self).__name__)
         self.n = n = check_n(n, "GroupNorm")
         F._check_groups(n, groups)
         self.groups = int(groups)
@@ -289,6 +291,7 @@ class InstanceNorm(AbstractNormaliser):
     eps: float = eqx.field(static=True)
 
     def __init__(self, n: IntLike, eps: RealLike = 0.0, *, dtype=jnp.float32):
+        dtype = check_float_dtype(dtype, type(self).__name__)
         self.n = check_n(n, "InstanceNorm")
         self.eps = check_eps(eps, "InstanceNorm")
         self.gamma = jnp.ones((n,), dtype)

@@ -29,7 +29,7 @@ from ...taxonomy import (
 )
 from ..initialisers._functional import haar_orthogonal
 from . import _functional as F
-from ..._types import INT_TYPES, IntLike
+from ..._types import INT_TYPES, IntLike, check_float_dtype
 from ._checks import check_input, check_n
 
 
@@ -66,6 +66,7 @@ class SimpleIsotropicLayerNorm(AbstractNormaliser):
     )
 
     def __init__(self, n: IntLike, *, dtype=jnp.float32):
+        dtype = check_float_dtype(dtype, type(self).__name__)
         self.n = check_n(n, "SimpleIsotropicLayerNorm")
         self.gamma = jnp.ones((), dtype)
         self.beta = jnp.zeros((n,), dtype)
@@ -162,6 +163,7 @@ class IsotropicLayerNorm(AbstractNormaliser):
 
     def __init__(self, n: IntLike, bottleneck: IntLike | None = None,
                  normalisation: str = "unit", *, key: PRNGKeyArray, dtype=jnp.float32):
+        dtype = check_float_dtype(dtype, type(self).__name__)
         self.n = n = check_n(n, "IsotropicLayerNorm", 2)
         k = max(n - 2, 1) if bottleneck is None else bottleneck
         if isinstance(k, (bool, np.bool_)) or not isinstance(k, INT_TYPES) or not 1 <= k <= n:

@@ -14,7 +14,7 @@ from ...groups import (
     Translation,
     signs_times,
 )
-from ..._types import IntLike, RealLike
+from ..._types import IntLike, RealLike, check_float_dtype
 from ._checks import check_eps, check_input, check_n
 from ._functional import conjugated_gain, layer_norm
 from ...taxonomy import (
@@ -103,6 +103,7 @@ class LayerNorm(AbstractNormaliser):
 
     def __init__(self, n: IntLike, affine: str = "vector", eps: RealLike = 0.0, *,
                  dtype=jnp.float32):
+        dtype = check_float_dtype(dtype, type(self).__name__)
         self.n = check_n(n, "LayerNorm", 2)
         if affine not in ("vector", "scalar"):
             raise ValueError(f"LayerNorm: `affine` must be 'vector' or 'scalar', got {affine!r}.")
@@ -140,6 +141,7 @@ class ScalarLayerNorm(AbstractNormaliser):
     inner: LayerNorm
 
     def __init__(self, n: IntLike, eps: RealLike = 0.0, *, dtype=jnp.float32):
+        dtype = check_float_dtype(dtype, type(self).__name__)
         self.inner = LayerNorm(n, "scalar", eps, dtype=dtype)
 
     @property

@@ -45,7 +45,7 @@ from ...taxonomy import (
 from .._numerics import (compute_dtype, one_minus_power, power_of_two_near, safe_norm,
                          sqrt_or_zero)
 from . import _functional as F
-from ..._types import IntLike, RealLike, check_bool
+from ..._types import IntLike, RealLike, check_bool, check_float_dtype
 from ._checks import check_eps, check_input, check_momentum, check_n
 
 
@@ -239,6 +239,7 @@ class ChiNorm(_AbstractDataNormaliser):
 
     def __init__(self, n: IntLike, axis_name: Hashable = "batch", eps: RealLike = 1e-5,
                  momentum: RealLike = 0.99, inference: bool = False, *, dtype=jnp.float32):
+        dtype = check_float_dtype(dtype, type(self).__name__)
         self.n = check_n(n, "ChiNorm")
         self.eps = check_eps(eps, "ChiNorm")
         self.momentum = check_momentum(momentum, "ChiNorm")
@@ -303,6 +304,7 @@ class BatchNorm(_AbstractDataNormaliser):
 
     def __init__(self, n: IntLike, axis_name: Hashable = "batch", eps: RealLike = 1e-5,
                  momentum: RealLike = 0.99, inference: bool = False, *, dtype=jnp.float32):
+        dtype = check_float_dtype(dtype, type(self).__name__)
         self.n = check_n(n, "BatchNorm")
         self.eps = check_eps(eps, "BatchNorm")
         self.momentum = check_momentum(momentum, "BatchNorm")
@@ -372,6 +374,7 @@ class MagnitudeEMANorm(AbstractNormaliser, eqx.nn.StatefulLayer):
 
     def __init__(self, n: IntLike, axis_name: Hashable | None = "batch", eps: RealLike = 1e-5,
                  momentum: RealLike = 0.99, inference: bool = False, *, dtype=jnp.float32):
+        dtype = check_float_dtype(dtype, type(self).__name__)
         self.n = check_n(n, "MagnitudeEMANorm")
         self.eps = check_eps(eps, "MagnitudeEMANorm")
         self.momentum = check_momentum(momentum, "MagnitudeEMANorm")

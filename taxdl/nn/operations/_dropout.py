@@ -15,7 +15,8 @@ import jax.numpy as jnp
 from jax import named_scope
 from jaxtyping import Array, Float, PRNGKeyArray
 
-from ..._types import RealLike, as_real, check_bool, check_int, check_real
+from ..._types import (RealLike, as_real, check_bool, check_float_dtype, check_int,
+                       check_real)
 from ...groups import (
     Affine,
     Diagonal,
@@ -273,6 +274,7 @@ class CorrelatedIsotropicDropout(AbstractOperation, eqx.nn.StatefulLayer):
     def __init__(self, n: int, rate: RealLike = 0.5, overlap: RealLike | None = None,
                  step: RealLike = 0.1, *, key: PRNGKeyArray, inference: bool = False,
                  dtype=jnp.float32):
+        dtype = check_float_dtype(dtype, type(self).__name__)
         self.n = check_int(n, "n", who="CorrelatedIsotropicDropout")
         self.rate = _check_rate(rate, "CorrelatedIsotropicDropout")
         overlap = self.rate if overlap is None else overlap

@@ -6,7 +6,7 @@ import jax.numpy as jnp
 from jax import named_scope
 from jaxtyping import Array, Float, PRNGKeyArray
 
-from ..._types import RealLike, check_int, check_real
+from ..._types import RealLike, check_float_dtype, check_int, check_real
 from ...groups import (
     Affine,
     ConformalLinear,
@@ -88,6 +88,7 @@ class MultiHeadSum(AbstractLayer):
 
     def __init__(self, n: int, heads: int, activation=None, gain: RealLike = 1.0, *,
                  key: PRNGKeyArray, dtype=jnp.float32):
+        dtype = check_float_dtype(dtype, type(self).__name__)
         self.n = check_int(n, "n", who="MultiHeadSum")
         self.heads = check_int(heads, "heads", who="MultiHeadSum")
         self.gain = check_real(gain, "gain", who="MultiHeadSum", low=0, low_open=True)
@@ -149,6 +150,7 @@ class MultiHeadAffineSum(AbstractLayer):
     def __init__(self, in_features: int, out_features: int, heads: int,
                  hidden: int | None = None, activation=None, gain: RealLike = 1.0, *,
                  key: PRNGKeyArray, dtype=jnp.float32):
+        dtype = check_float_dtype(dtype, type(self).__name__)
         who = "MultiHeadAffineSum"
         self.in_features = check_int(in_features, "in_features", who=who)
         self.out_features = check_int(out_features, "out_features", who=who)
