@@ -654,6 +654,38 @@ def test_half_precision_subnormal_and_zero_inputs_are_finite_and_correct():
         assert float(jnp.max(jnp.abs(y.astype(jnp.float32)))) > 0.1, cls
 
 
+def _batch_maps(dtype):
+    """The batch normalisers as maps of a batch (b, n), with parameters in `dtype`."""
+    one, zero = jnp.ones((), dtype), jnp.zeros(4, dtype)
+    maps = {"chi_norm": lambda x: tf.chi_norm(x, one, zero, 0.0),
+            "batch_norm": lambda x: tf.batch_norm(x, one, zero, 0.0)}
+    for cls in (tnn.ChiNorm, tnn.BatchNorm):
+        model, state = eqx.nn.make_with_state(cls)(4, eps=0.0, dtype=dtype)
+        maps[cls.__name__] = lambda x, m=model, s=state: _batched(m, x, s)[0]
+    return maps
+
+
+@pytest.mark.parametrize("scale", [1e-6, 1.2e-7])
+def test_half_precision_gradients_overflow_to_inf_not_nan(scale):
+    """For a float16 batch of subnormal size the true gradient (~1/scale) exceeds float16's
+    range. It must round as the float32 gradient does (±inf where that is beyond 65504,
+    equal to float16 rounding elsewhere), not be NaN from adding the overflowed paths
+    through x and through the batch statistics."""
+    x16 = jnp.asarray(rng(40).normal(size=(8, 4)) * scale, jnp.float16)
+    x32 = x16.astype(jnp.float32)
+    maps16, maps32 = _batch_maps(jnp.float16), _batch_maps(jnp.float32)
+    for name in maps16:
+        g16 = jax.grad(lambda x: jnp.sum(jnp.sin(maps16[name](x).astype(jnp.float32))))(x16)
+        g32 = jax.grad(lambda x: jnp.sum(jnp.sin(maps32[name](x))))(x32)
+        g16, g32 = np.asarray(g16, np.float64), np.asarray(g32, np.float64)
+        assert not np.any(np.isnan(g16)), name
+        big = np.abs(g32) > 65504 * 1.001
+        assert np.all(np.isinf(g16[big])) and np.all(np.sign(g16[big]) == np.sign(g32[big])), name
+        small = np.abs(g32) < 65504 * 0.999
+        np.testing.assert_allclose(g16[small], g32[small], rtol=2e-2,
+                                   atol=2e-2 * np.abs(g32).max(), err_msg=name)
+
+
 @pytest.mark.parametrize("call", [
     lambda x: tf.layer_norm(x, 1.0, 0.0, -1.0),
     lambda x: tf.layer_norm(x, 1.0, 0.0, float("nan")),

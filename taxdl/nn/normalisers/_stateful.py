@@ -174,14 +174,18 @@ class _AbstractDataNormaliser(AbstractNormaliser, eqx.nn.StatefulLayer):
             check_input(x, self.n, who)
             inference = check_bool(self.inference if inference is None else inference, "inference",
                                    who=type(self).__name__)
-            d = x.dtype
+            # computed in the compute dtype from one cast in to one cast out: the
+            # gradient's paths through x and through the batch statistics are summed
+            # there, so a half-precision gradient that overflows is ±inf, not inf − inf
+            d, work = x.dtype, compute_dtype(x.dtype)
+            x = x.astype(work)
             if inference:
-                mean, scale = (a.astype(compute_dtype(d)) for a in self.statistics(state))
+                mean, scale = (a.astype(work) for a in self.statistics(state))
             else:
                 mean, scale = _batch_statistics(x, self.axis_name, who, self.per_coordinate)
                 state = _record(state, self.state_index, self.momentum, mean, scale)
-            y = self.apply_statistics(x, mean, scale, self.gamma.astype(d),
-                                      self.beta.astype(d), self.eps)
+            y = self.apply_statistics(x, mean, scale, self.gamma.astype(work),
+                                      self.beta.astype(work), self.eps)
             return y.astype(d), state
 
 
