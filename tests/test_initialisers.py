@@ -236,6 +236,31 @@ def test_functional_initialisers_validate_their_scales(name, kwargs, arg):
     assert np.all(np.isfinite(np.asarray(getattr(F, name)(jax.random.key(0), (3, 3), **ok))))
 
 
+@pytest.mark.parametrize("name,arg,bound", [
+    ("haar_orthogonal", "gain", 1.0),
+    ("qr_orthogonal", "gain", 1.0),
+    ("isotropic_normal", "gain", 10.0),
+    ("sphere_uniform", "radius", 1.0),
+    ("uniform", "limit", 1.0),
+    ("truncated_normal", "stddev", 2.0),
+])
+@pytest.mark.parametrize("dtype", [jnp.float16, jnp.float32])
+def test_scales_that_overflow_the_dtype_are_refused(name, arg, bound, dtype):
+    """A finite scale can still give infinite weights in the requested dtype (gain 1e39 in
+    float32, 1e5 in float16): refused by name. Just inside the range the weights are
+    finite (a Gaussian's scale is allowed up to max/10, where |z| > 10 has probability
+    ~1e-23)."""
+    from taxdl.nn.initialisers import _functional as F
+
+    largest = float(jnp.finfo(dtype).max)
+    per_gain = math.sqrt(3) if name == "isotropic_normal" else 1.0   # std = gain/√fan_in
+    with pytest.raises(ValueError, match=f"`{arg}`.*beyond the largest"):
+        getattr(F, name)(jax.random.key(0), (3, 3), dtype, **{arg: 2 * largest})
+    w = getattr(F, name)(jax.random.key(0), (3, 3), dtype,
+                         **{arg: 0.5 * largest / bound * per_gain})
+    assert np.all(np.isfinite(np.asarray(w, np.float64)))
+
+
 def test_initialiser_arguments_must_be_callable():
     from taxdl.nn.initialisers import as_init_fn, init_linear, init_weights
 

@@ -45,6 +45,24 @@ def _positive(value, name: str, who: str):
     return check_real(value, name, who=who, low=0, low_open=True)
 
 
+def _fits(scale, bound: float, dtype, who: str, name: str, value) -> None:
+    """Raise a clear error when weights of scale `scale` (|w| up to `bound`·scale: 1 for
+    orthogonal, spherical and uniform draws, the tail of a Gaussian otherwise) would
+    overflow `dtype`, instead of returning infinite weights. `value` is the argument
+    `name` as the user passed it; a JAX-array scale (traced) is not checked."""
+    if isinstance(scale, jax.Array):
+        return
+    largest = float(jnp.finfo(dtype).max)
+    if not scale * bound <= largest:
+        raise ValueError(f"{who}: `{name}` = {value!r} gives weights of magnitude up to about "
+                         f"{scale * bound:.3g}, beyond the largest {jnp.dtype(dtype).name} "
+                         f"({largest:.3g}).")
+
+
+# |z| of a standard Gaussian draw exceeds this with probability ~1e-23
+GAUSSIAN_TAIL = 10.0
+
+
 def _work(dtype):
     """Sampling dtype: at least float32 (bf16/f16 weights are drawn in float32 and cast)."""
     dtype = jnp.dtype(dtype)
@@ -141,6 +159,7 @@ def haar_orthogonal(key: PRNGKeyArray, shape, dtype=None, gain: float = 1.0) -> 
     shape = _check_shape(shape, "haar_orthogonal", 2)
     dtype = _check_dtype(dtype, "haar_orthogonal")
     gain = _positive(gain, "gain", "haar_orthogonal")
+    _fits(gain, 1.0, dtype, "haar_orthogonal", "gain", gain)
     return _haar_orthogonal(key, shape, dtype, gain)
 
 
@@ -172,6 +191,7 @@ def qr_orthogonal(key: PRNGKeyArray, shape, dtype=None, gain: float = 1.0) -> Ar
     shape = _check_shape(shape, "qr_orthogonal", 2)
     dtype = _check_dtype(dtype, "qr_orthogonal")
     gain = _positive(gain, "gain", "qr_orthogonal")
+    _fits(gain, 1.0, dtype, "qr_orthogonal", "gain", gain)
     *batch, m, n = shape
     tall = m >= n
     rows, cols = (m, n) if tall else (n, m)
@@ -215,6 +235,7 @@ def isotropic_normal(key: PRNGKeyArray, shape, dtype=None, mode: str = "fan_in",
     shape = _check_shape(shape, "isotropic_normal")
     dtype = _check_dtype(dtype, "isotropic_normal")
     std = math.sqrt(variance_scale(shape, mode, gain))
+    _fits(std, GAUSSIAN_TAIL, dtype, "isotropic_normal", "gain", gain)
     return (std * jax.random.normal(key, shape, _work(dtype))).astype(dtype)
 
 
@@ -228,6 +249,7 @@ def sphere_uniform(key: PRNGKeyArray, shape, dtype=None, radius: float = 1.0) ->
     shape = _check_shape(shape, "sphere_uniform")
     dtype = _check_dtype(dtype, "sphere_uniform")
     radius = _positive(radius, "radius", "sphere_uniform")
+    _fits(radius, 1.0, dtype, "sphere_uniform", "radius", radius)
     from ..normalisers._functional import unit_vector
 
     z = jax.random.normal(key, shape, _work(dtype))
@@ -246,6 +268,7 @@ def uniform(key: PRNGKeyArray, shape, dtype=None, limit: float = 1.0) -> Array:
     shape = _check_shape(shape, "uniform")
     dtype = _check_dtype(dtype, "uniform")
     limit = _positive(limit, "limit", "uniform")
+    _fits(limit, 1.0, dtype, "uniform", "limit", limit)
     return jax.random.uniform(key, shape, _work(dtype), -limit, limit).astype(dtype)
 
 
@@ -296,8 +319,10 @@ def truncated_normal(key: PRNGKeyArray, shape, dtype=None, stddev: float = 1.0,
                          "bounds within about ±37.")
     mean = (phi(lower) - phi(upper)) / z
     var = 1 + (lower * phi(lower) - upper * phi(upper)) / z - mean * mean
+    scale = stddev / math.sqrt(var)
+    _fits(scale, max(abs(lower), abs(upper)), dtype, "truncated_normal", "stddev", stddev)
     w = jax.random.truncated_normal(key, lower, upper, shape, _work(dtype))
-    return (stddev / math.sqrt(var) * w).astype(dtype)
+    return (scale * w).astype(dtype)
 
 
 def zeros(key: PRNGKeyArray, shape, dtype=None) -> Array:
