@@ -161,3 +161,25 @@ def test_parameter_dtype_must_be_real_floating(make, dtype):
     params = [x for x in leaves if eqx.is_inexact_array(x)] or [
         x for x in jax.tree.leaves(eqx.nn.State(module)) if eqx.is_inexact_array(x)]
     assert params and all(x.dtype == jnp.bfloat16 for x in params)
+
+
+@pytest.mark.parametrize("f", [
+    F.isotropic_tanh, F.isotropic_relu, F.squash, F.isotropic_sinusoid, F.unit_vector,
+    tnn.LayerNorm(4), tnn.RMSNorm(4), tnn.SimpleIsotropicLayerNorm(4),
+    tnn.TrainableDirection(4, key=jax.random.key(0)),
+])
+def test_a_nan_component_makes_the_whole_row_nan(f):
+    """Every output component depends on the row's norm or spread, which a NaN component
+    makes NaN: the row must be NaN throughout, not read as the zero vector (0 or finite
+    values beside the NaN)."""
+    x = jnp.array([[jnp.nan, 1.0, -2.0, 0.5], [1.0, 1.0, -2.0, 0.5]])
+    y = np.asarray(jax.vmap(f)(x))
+    assert np.all(np.isnan(y[0])) and np.all(np.isfinite(y[1]))
+
+
+def test_nan_trainable_directions_give_nan_not_zero():
+    """A parameter that became NaN in training must show in the output, not zero it."""
+    m = tnn.TrainableDirection(4, key=jax.random.key(0))
+    bad = eqx.tree_at(lambda m: m.directions, m, m.directions.at[0, 0].set(jnp.nan))
+    assert np.all(np.isfinite(np.asarray(m(jnp.ones(4)))))
+    assert np.all(np.isnan(np.asarray(bad(jnp.ones(4)))))

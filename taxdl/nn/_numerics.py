@@ -86,16 +86,18 @@ def sum_of_squares_bounds(dtype) -> tuple[float, float]:
 
 
 def inverse_or_zero(r: Array) -> Array:
-    """$1/r$ where $r > 0$, else 0 (with a gradient that is finite everywhere)."""
+    """$1/r$ where $r > 0$, else 0 (with a gradient that is finite everywhere for finite
+    r). NaN stays NaN: a NaN norm or parameter must not turn into a silent 0."""
     positive = r > 0
-    return jnp.where(positive, 1 / jnp.where(positive, r, 1), 0)
+    return jnp.where(positive, 1 / jnp.where(positive, r, 1), jnp.where(r != r, r, 0))
 
 
 def sqrt_or_zero(s: Array) -> Array:
-    """$\\sqrt s$ for $s > 0$, else 0, with a gradient that is finite everywhere (√'s
-    infinite slope at 0 is never evaluated, so rules differentiated again stay finite)."""
+    """$\\sqrt s$ for $s > 0$, else 0, with a gradient that is finite everywhere for
+    finite s (√'s infinite slope at 0 is never evaluated, so rules differentiated again
+    stay finite). NaN stays NaN (a NaN sum of squares is not the zero vector's)."""
     positive = s > 0
-    return jnp.where(positive, jnp.sqrt(jnp.where(positive, s, 1)), 0)
+    return jnp.where(positive, jnp.sqrt(jnp.where(positive, s, 1)), jnp.where(s != s, s, 0))
 
 
 def power_of_two_near(m: Array) -> Array:

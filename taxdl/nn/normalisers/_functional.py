@@ -42,14 +42,14 @@ def _stop_max(x: Array, axis) -> Array:
 
 def _inverse_root(s: Array, e: Array) -> Array:
     """$1/\\sqrt{s + e^2}$ for $s, e \\ge 0$ without squaring $e$ (which overflows when a
-    tiny input's ε dominates: $e = \\sqrt ε / \\max|x|$), 0 where both are 0; the
-    gradient is finite everywhere."""
+    tiny input's ε dominates: $e = \\sqrt ε / \\max|x|$), 0 where both are 0 and NaN
+    where s is; the gradient is finite everywhere else."""
     a = sqrt_or_zero(s)
     hi, lo = jnp.maximum(a, e), jnp.minimum(a, e)
     ok = hi > 0
     hi_safe = jnp.where(ok, hi, 1)
     t = lo / hi_safe
-    return jnp.where(ok, 1 / (hi_safe * jnp.sqrt(1 + t * t)), 0)
+    return jnp.where(ok, 1 / (hi_safe * jnp.sqrt(1 + t * t)), jnp.where(hi != hi, hi, 0))
 
 
 @ft.partial(jax.jit, static_argnames=("axis", "reduce"))
