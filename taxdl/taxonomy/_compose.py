@@ -85,6 +85,7 @@ eq 40 and the $(k!)^2$ degeneracy after it). The spaces before and after a param
 part (pre- and post-activation) are one hidden layer and are reported once.
 """
 
+import collections
 import dataclasses
 import functools as ft
 import warnings
@@ -186,11 +187,14 @@ def _hierarchy() -> tuple[AbstractGroup, ...]:
 def _hierarchy_under(token) -> tuple[AbstractGroup, ...]:
     del token  # the registered rules the walk below follows
     out: list[AbstractGroup] = []
-    frontier = [Trivial()]
+    seen: set = set()   # the families in `out` (same_group compares these keys)
+    frontier = collections.deque([Trivial()])
     while frontier:
-        g = frontier.pop(0)
-        if any(same_group(g, h) for h in out):
+        g = frontier.popleft()
+        family = family_key(g)[0]
+        if family in seen:
             continue
+        seen.add(family)
         out.append(g)
         frontier.extend(immediate_supergroups(g))
     return tuple(out)
