@@ -289,9 +289,19 @@ def signs_times(*groups: AbstractGroup) -> AbstractGroup:
 
 def simplify_product(group: AbstractGroup) -> AbstractGroup:
     """Drop trivial factors and factors contained in another factor of a `Product`;
-    a single remaining factor is returned as itself."""
+    a single remaining factor is returned as itself. Answers are remembered per family
+    and dimensions (the product's and its factors') until a hierarchy rule is registered
+    (building the hierarchy asks for the same products many times)."""
     if not isinstance(group, Product):
         return group
+    key = (family_key(group), tuple(family_key(f)[1] for f in group.factors))
+    return remembered(_SIMPLIFY_MEMO, _rules_token(), key, lambda: _simplify_product(group))
+
+
+_SIMPLIFY_MEMO: dict = {}
+
+
+def _simplify_product(group: Product) -> AbstractGroup:
     factors = []
     for f in group.factors:
         f = simplify_product(f)
