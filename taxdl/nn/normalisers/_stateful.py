@@ -172,8 +172,8 @@ class _AbstractDataNormaliser(AbstractNormaliser, eqx.nn.StatefulLayer):
         who = type(self).__name__
         with named_scope(f"taxdl.{who}"):
             check_input(x, self.n, who)
-            inference = check_bool(self.inference if inference is None else inference, "inference",
-                                   who=type(self).__name__)
+            inference = check_bool(self.inference if inference is None else inference,
+                                   "inference", who=who)
             # computed in the compute dtype from one cast in to one cast out: the
             # gradient's paths through x and through the batch statistics are summed
             # there, so a half-precision gradient that overflows is ±inf, not inf − inf
