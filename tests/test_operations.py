@@ -321,6 +321,12 @@ def test_binary_operations_are_finite_at_edge_cases():
     (lambda: tnn.StochasticIsotropicDropout(0.5)(jnp.ones(3), key=jax.random.key(0),
                                                  basis=jnp.eye(4)), ValueError, "`basis`"),
     # the functional forms check their hyperparameters as the modules do
+    (lambda: tf.elementwise_min(jnp.arange(3), jnp.ones(3)), TypeError, "real floating|'x'"),
+    (lambda: tf.hadamard(jnp.ones(3), jnp.ones(3, jnp.float16)), TypeError, "same dtype"),
+    (lambda: tf.elementwise_max(jnp.ones(3), jnp.ones(4)), (ValueError, TypeError),
+     "same last axis|'n'"),
+    (lambda: tf.elementwise_clip(jnp.arange(3), 1.0), TypeError, "real floating|'x'"),
+    (lambda: tf.isotropic_min(jnp.ones(3), jnp.ones(3, jnp.float16)), TypeError, "same dtype"),
     (lambda: tf.box_clip(jnp.array([0.5, 0.2]), -1.0), ValueError, "`bound`"),
     (lambda: tf.box_clip(jnp.array([0.5, 0.2]), 0.0), ValueError, "`bound`"),
     (lambda: tf.elementwise_clip(jnp.array([0.5, 0.2]), -1.0), ValueError, "`bound`"),

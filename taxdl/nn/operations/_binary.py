@@ -7,7 +7,6 @@ $f(Rx, Rn) = R f(x, n)$ (the multi-argument equivariance of App. A.4).
 from typing import ClassVar
 
 import equinox as eqx
-import jax.numpy as jnp
 from jax import named_scope
 from jaxtyping import Array, Float
 
@@ -29,22 +28,6 @@ def _algebraic(group, note: str = "", right=None) -> Taxonomy:
     (E = `group`, R = `right`, L trivial)."""
     row = (None, right, group)
     return Taxonomy(closure=row, probabilistic=row, algebraic=row, note=note)
-
-
-def _check_pair(x, n, who: str):
-    for name, a in (("x", x), ("n", n)):
-        if not hasattr(a, "shape") or a.ndim < 1:
-            raise ValueError(f"{who}: `{name}` must be a vector (last axis = dimension), got "
-                             f"{getattr(a, 'shape', a)!r}.")
-        if not jnp.issubdtype(a.dtype, jnp.floating):
-            raise TypeError(f"{who}: `{name}` must be a real floating array, got dtype "
-                            f"{a.dtype}.")
-    if x.shape[-1] != n.shape[-1]:
-        raise ValueError(f"{who}: `x` and `n` must have the same last axis, got shapes "
-                         f"{x.shape} and {n.shape}.")
-    if x.dtype != n.dtype:
-        raise TypeError(f"{who}: `x` and `n` must have the same dtype, got {x.dtype} and "
-                        f"{n.dtype}.")
 
 
 def _binary_signature(op, n=None) -> Signature:
@@ -72,7 +55,7 @@ class IsotropicMin(AbstractOperation):
     def __call__(self, x: Float[Array, "*b n"], n: Float[Array, "*#b n"], *, key=None
                  ) -> Float[Array, "*b n"]:
         del key
-        _check_pair(x, n, "IsotropicMin")
+        F.require_pair(x, n, "IsotropicMin")
         return F.isotropic_min(x, n)
 
 
@@ -93,7 +76,7 @@ class IsotropicMax(AbstractOperation):
     def __call__(self, x: Float[Array, "*b n"], n: Float[Array, "*#b n"], *, key=None
                  ) -> Float[Array, "*b n"]:
         del key
-        _check_pair(x, n, "IsotropicMax")
+        F.require_pair(x, n, "IsotropicMax")
         return F.isotropic_max(x, n)
 
 
@@ -112,7 +95,7 @@ class IsotropicMultiply(AbstractOperation):
     def __call__(self, x: Float[Array, "*b n"], n: Float[Array, "*#b n"], *, key=None
                  ) -> Float[Array, "*b n"]:
         del key
-        _check_pair(x, n, "IsotropicMultiply")
+        F.require_pair(x, n, "IsotropicMultiply")
         return F.isotropic_multiply(x, n)
 
 
@@ -132,7 +115,7 @@ class ElementwiseMin(AbstractOperation):
     def __call__(self, x: Float[Array, "*b n"], n: Float[Array, "*#b n"], *, key=None
                  ) -> Float[Array, "*b n"]:
         del key
-        _check_pair(x, n, "ElementwiseMin")
+        F.require_pair(x, n, "ElementwiseMin")
         return F.elementwise_min(x, n)
 
 
@@ -150,7 +133,7 @@ class ElementwiseMax(AbstractOperation):
     def __call__(self, x: Float[Array, "*b n"], n: Float[Array, "*#b n"], *, key=None
                  ) -> Float[Array, "*b n"]:
         del key
-        _check_pair(x, n, "ElementwiseMax")
+        F.require_pair(x, n, "ElementwiseMax")
         return F.elementwise_max(x, n)
 
 
@@ -172,7 +155,7 @@ class Hadamard(AbstractOperation):
     def __call__(self, x: Float[Array, "*b n"], n: Float[Array, "*#b n"], *, key=None
                  ) -> Float[Array, "*b n"]:
         del key
-        _check_pair(x, n, "Hadamard")
+        F.require_pair(x, n, "Hadamard")
         return F.hadamard(x, n)
 
 

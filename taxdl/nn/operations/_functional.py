@@ -40,6 +40,19 @@ def _ray_terms(x, n):
     return d, nn, sn / sx, orthogonal
 
 
+def require_pair(x, n, who: str) -> None:
+    """Both arguments real floating arrays of one dtype with the same last axis (the
+    modules check the same): mixed dtypes would be promoted silently."""
+    require_floating(x, who, "x")
+    require_floating(n, who, "n")
+    if x.shape[-1] != n.shape[-1]:
+        raise ValueError(f"{who}: `x` and `n` must have the same last axis, got shapes "
+                         f"{x.shape} and {n.shape}.")
+    if x.dtype != n.dtype:
+        raise TypeError(f"{who}: `x` and `n` must have the same dtype, got {x.dtype} and "
+                        f"{n.dtype}.")
+
+
 def _safe_ratio(num, den, use):
     """num/den where `use`, else 0 (no NaN or inf in the unused branch or its gradient)."""
     return jnp.where(use, num / jnp.where(use, den, 1), 0)
@@ -55,8 +68,7 @@ def isotropic_min(x: Float[Array, "*b n"], n: Float[Array, "*#b n"]) -> Float[Ar
 
     **Symmetry:** $f(Rx, Rn) = R f(x, n)$ for every $R ∈ O(n)$ (and for scalings).
     """
-    require_floating(x, "isotropic_min", "x")
-    require_floating(n, "isotropic_min", "n")
+    require_pair(x, n, "isotropic_min")
     d, nn, ratio, orthogonal = _ray_terms(x, n)
     clip = ~orthogonal & (d > 0) & (d > ratio * nn)   # beyond the hyperplane
     factor = jnp.where(clip, ratio * _safe_ratio(nn, d, clip), 1)
@@ -76,8 +88,7 @@ def isotropic_max(x: Float[Array, "*b n"], n: Float[Array, "*#b n"]) -> Float[Ar
 
     **Symmetry:** $f(Rx, Rn) = R f(x, n)$ for every $R ∈ O(n)$ (and for scalings).
     """
-    require_floating(x, "isotropic_max", "x")
-    require_floating(n, "isotropic_max", "n")
+    require_pair(x, n, "isotropic_max")
     d, nn, ratio, orthogonal = _ray_terms(x, n)
     move = ~orthogonal & (d < ratio * nn)
     big = jnp.finfo(d.dtype).max
@@ -94,8 +105,7 @@ def isotropic_multiply(x: Float[Array, "*b n"], n: Float[Array, "*#b n"]
 
     **Symmetry:** $f(Rx, Rn) = R f(x, n)$ for every $R ∈ O(n)$.
     """
-    require_floating(x, "isotropic_multiply", "x")
-    require_floating(n, "isotropic_multiply", "n")
+    require_pair(x, n, "isotropic_multiply")
     u = unit_vector(n)
     r = safe_norm(n, keepdims=True)
     proj = jnp.sum(x * u, axis=-1, keepdims=True)
@@ -108,6 +118,7 @@ def elementwise_min(x: Float[Array, "*b n"], n: Float[Array, "*#b n"]) -> Float[
 
     **Symmetry:** Sₙ-equivariant acting on both arguments.
     """
+    require_pair(x, n, "elementwise_min")
     return jnp.minimum(x, n)
 
 
@@ -116,6 +127,7 @@ def elementwise_max(x: Float[Array, "*b n"], n: Float[Array, "*#b n"]) -> Float[
 
     **Symmetry:** Sₙ-equivariant acting on both arguments.
     """
+    require_pair(x, n, "elementwise_max")
     return jnp.maximum(x, n)
 
 
@@ -125,6 +137,7 @@ def hadamard(x: Float[Array, "*b n"], n: Float[Array, "*#b n"]) -> Float[Array, 
 
     **Symmetry:** Sₙ-equivariant acting on both arguments.
     """
+    require_pair(x, n, "hadamard")
     return x * n
 
 
@@ -134,6 +147,7 @@ def elementwise_clip(x: Float[Array, "*b n"], bound: float = 1.0) -> Float[Array
 
     **Symmetry:** Bₙ-equivariant.
     """
+    require_floating(x, "elementwise_clip", "x")
     bound = check_real(bound, "bound", low=0, low_open=True)
     return jnp.clip(x, -bound, bound)
 
