@@ -132,3 +132,18 @@ def pytest_unconfigure(config):
     controller, or the only process), after every worker has finished."""
     if _OWN_CACHE is not None and not hasattr(config, "workerinput"):
         shutil.rmtree(_OWN_CACHE, ignore_errors=True)
+
+
+@pytest.fixture
+def library_checks_only():
+    """Runtime type checking of annotations (the jaxtyping import hook the suite runs
+    with) off for one test, so that what raises on bad input is the library's own check:
+    the error a user without the hook sees."""
+    import jaxtyping
+
+    before = jaxtyping.config.jaxtyping_disable
+    jaxtyping.config.update("jaxtyping_disable", True)
+    try:
+        yield
+    finally:
+        jaxtyping.config.update("jaxtyping_disable", before)

@@ -95,7 +95,7 @@ def test_functional_and_module_forms_word_the_same_error_alike():
     (lambda: check(tnn.IsotropicTanh(), 3, maximality="no"), "maximality"),
     (lambda: check(tnn.IsotropicTanh(), 3, raise_on_failure=0), "raise_on_failure"),
 ])
-def test_flags_must_be_bools(call, name):
+def test_flags_must_be_bools(call, name, library_checks_only):
     """A string or integer flag would otherwise be read by its truthiness ("no" is True)."""
     with pytest.raises(TypeError, match=name):
         call()
@@ -110,11 +110,11 @@ def test_flags_must_be_bools(call, name):
     lambda: (lambda x: F.gmp_linear(x, jnp.zeros((2, 2)), jnp.zeros(2), jnp.ones(2))),
     lambda: (lambda x: tnn.GmPConv(3, 2, 1, key=jax.random.key(0))(x.reshape(3, 1, 1))),
 ])
-def test_affine_layers_refuse_complex_and_boolean_inputs(make, dtype):
+def test_affine_layers_refuse_complex_and_boolean_inputs(make, dtype, library_checks_only):
     """Against real parameters a complex input would give a complex output and a boolean
     one a 0/1 input, silently; integers (pixel values) are promoted, as for eqx.nn.Linear."""
     layer = make()
-    with pytest.raises(TypeError, match="`x` must be a real floating or integer array|.x."):
+    with pytest.raises(TypeError, match="`x` must be a real floating or integer array"):
         layer(jnp.ones(3, dtype))
     y = layer(jnp.arange(3))
     assert y.dtype == jnp.float32
@@ -149,7 +149,7 @@ _KEY = jax.random.key(0)
     lambda d: tnn.MultiHeadSum(4, 2, key=_KEY, dtype=d),
     lambda d: tnn.MultiHeadAffineSum(4, 3, 2, key=_KEY, dtype=d),
 ])
-def test_parameter_dtype_must_be_real_floating(make, dtype):
+def test_parameter_dtype_must_be_real_floating(make, dtype, library_checks_only):
     """Integer parameters would be truncated at initialisation (γ = 1, β = 0 stay, Gaussian
     weights become 0) and complex ones are not supported: each module says so by name."""
     with pytest.raises(TypeError, match="`dtype` must be a real floating dtype"):

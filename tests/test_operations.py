@@ -321,19 +321,29 @@ def test_binary_operations_are_finite_at_edge_cases():
     (lambda: tnn.StochasticIsotropicDropout(0.5)(jnp.ones(3), key=jax.random.key(0),
                                                  basis=jnp.eye(4)), ValueError, "`basis`"),
     # the functional forms check their hyperparameters as the modules do
-    (lambda: tf.elementwise_min(jnp.arange(3), jnp.ones(3)), TypeError, "real floating|'x'"),
+    (lambda: tf.elementwise_min(jnp.arange(3), jnp.ones(3)), TypeError,
+     "`x` must be a real floating"),
     (lambda: tf.hadamard(jnp.ones(3), jnp.ones(3, jnp.float16)), TypeError, "same dtype"),
-    (lambda: tf.elementwise_max(jnp.ones(3), jnp.ones(4)), (ValueError, TypeError),
-     "same last axis|'n'"),
-    (lambda: tf.elementwise_clip(jnp.arange(3), 1.0), TypeError, "real floating|'x'"),
+    (lambda: tf.elementwise_max(jnp.ones(3), jnp.ones(4)), ValueError, "same last axis"),
+    (lambda: tf.elementwise_clip(jnp.arange(3), 1.0), TypeError, "`x` must be a real floating"),
     (lambda: tf.isotropic_min(jnp.ones(3), jnp.ones(3, jnp.float16)), TypeError, "same dtype"),
+    (lambda: tf.softmax_attention(jnp.ones((2, 3)), jnp.ones((4, 3)), jnp.ones((4, 5), jnp.int32)),
+     TypeError, "`value` must be a real floating"),
+    (lambda: tf.isotropic_tanh_attention(jnp.ones((2, 3), jnp.int32), jnp.ones((4, 3)),
+                                         jnp.ones((4, 5))), TypeError,
+     "`query` must be a real floating"),
+    (lambda: tf.multi_head_sum(jnp.ones(3, jnp.complex64), jnp.ones((2, 4, 3)),
+                               jnp.ones((2, 4)), jnp.tanh), TypeError,
+     "`x` must be a real floating"),
+    (lambda: tf.rotated_dropout(jnp.ones(3), jnp.eye(3, dtype=jnp.complex64), jnp.ones(3), 0.5),
+     TypeError, "`basis` must be a real floating"),
     (lambda: tf.box_clip(jnp.array([0.5, 0.2]), -1.0), ValueError, "`bound`"),
     (lambda: tf.box_clip(jnp.array([0.5, 0.2]), 0.0), ValueError, "`bound`"),
     (lambda: tf.elementwise_clip(jnp.array([0.5, 0.2]), -1.0), ValueError, "`bound`"),
     (lambda: tf.rotated_dropout(jnp.ones(2), jnp.eye(2), jnp.ones(2), rate=1.0), ValueError,
      "`rate`"),
 ])
-def test_bad_arguments_are_named(call, err, match):
+def test_bad_arguments_are_named(call, err, match, library_checks_only):
     with pytest.raises(err, match=match):
         call()
 

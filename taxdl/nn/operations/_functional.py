@@ -181,6 +181,7 @@ def rotated_dropout(x: Float[Array, "*b n"], basis: Float[Array, "n n"],
     O(n)-equivariant in law.
     """
     require_floating(x, "rotated_dropout", "x")
+    require_floating(basis, "rotated_dropout", "basis")
     rate = check_real(rate, "rate", low=0, high=1, high_open=True)
     y = jnp.einsum("ij,...j->...i", basis, x)
     y = jnp.einsum("ji,...j->...i", basis, keep.astype(x.dtype) * y)
@@ -193,6 +194,8 @@ def attention_scores(query: Float[Array, "t d"], key: Float[Array, "s d"]) -> Fl
 
     **Symmetry:** invariant to a common rotation of query and key features.
     """
+    require_floating(query, "attention_scores", "query")
+    require_floating(key, "attention_scores", "key")
     work = compute_dtype(jnp.result_type(query, key))
     return (jnp.einsum("td,sd->ts", query.astype(work), key.astype(work))
             / math.sqrt(query.shape[-1]))
@@ -206,6 +209,7 @@ def softmax_attention(query: Float[Array, "t d"], key: Float[Array, "s d"],
     **Symmetry:** invariant to permuting the key–value pairs (and to a common rotation of
     query and key features).
     """
+    require_floating(value, "softmax_attention", "value")
     w = jax.nn.softmax(attention_scores(query, key), axis=-1)
     return jnp.einsum("ts,sv->tv", w.astype(value.dtype), value)
 
@@ -219,6 +223,7 @@ def isotropic_tanh_attention(query: Float[Array, "t d"], key: Float[Array, "s d"
     **Symmetry:** invariant to any orthogonal mixing of the key–value pairs (and to a common
     rotation of query and key features).
     """
+    require_floating(value, "isotropic_tanh_attention", "value")
     w = isotropic_tanh(attention_scores(query, key))
     return jnp.einsum("ts,sv->tv", w.astype(value.dtype), value)
 
@@ -230,6 +235,7 @@ def multi_head_sum(x: Float[Array, " n"], weight: Float[Array, "h m n"],
     **Symmetry:** each head's affine map absorbs GL on the input; the activation's group
     passes to the output.
     """
+    require_floating(x, "multi_head_sum", "x")
     pre = jnp.einsum("hmn,n->hm", weight, x) + bias
     return jnp.sum(jax.vmap(activation)(pre), axis=0)
 
@@ -242,5 +248,6 @@ def multi_head_affine_sum(x: Float[Array, " n"], w_in: Float[Array, "h k n"],
 
     **Symmetry:** the output and input maps absorb GL on either side.
     """
+    require_floating(x, "multi_head_affine_sum", "x")
     hidden = jax.vmap(activation)(jnp.einsum("hkn,n->hk", w_in, x) + b_in)
     return jnp.sum(jnp.einsum("hmk,hk->hm", w_out, hidden) + b_out, axis=0)
