@@ -366,21 +366,20 @@ def test_identity_hyperparameters_declare_the_affine_group():
     (lambda: tnn.LeakyReLU(-0.1), r"`negative_slope` must be a finite number in \[0, 1\)"),
     (lambda: tnn.ELU(0.0), r"`alpha`"),
 ])
-def test_bad_hyperparameters_name_the_argument(make, match):
+def test_bad_hyperparameters_name_the_argument(make, match, library_checks_only):
     with pytest.raises(ValueError, match=match):
         make()
 
 
-def test_bad_inputs_raise_clear_errors():
+def test_bad_inputs_raise_clear_errors(library_checks_only):
     # (under the test suite's runtime type checking the annotation catches it first)
-    with pytest.raises(TypeError, match=r"`x` must be a real floating array|parameter 'x'"):
+    with pytest.raises(TypeError, match=r"`x` must be a real floating array"):
         F.isotropic_tanh(jnp.arange(3))
-    with pytest.raises((TypeError, ValueError), match=r"at least one axis|parameter 'x'"):
+    with pytest.raises((TypeError, ValueError), match=r"at least one axis"):
         F.isotropic_tanh(jnp.asarray(1.0))
-    with pytest.raises(TypeError, match=r"`sigma` must be a callable|parameter 'sigma'"):
+    with pytest.raises(TypeError, match=r"`sigma` must be a callable"):
         tnn.Isotropic(3.0)
-    with pytest.raises(TypeError,
-                       match=r"`negative_slope` must be a finite number|'negative_slope'"):
+    with pytest.raises(TypeError, match=r"`negative_slope` must be a finite number"):
         F.leaky_relu(jnp.ones(3), "0.1")
 
 

@@ -214,12 +214,12 @@ def test_lorentz_form_matches_numpy_and_boosts():
     (lambda: F.lattice_directions("polygon", 3, 5), ValueError, "`n` must be 2"),
     (lambda: tnn.TrainableDirection(4, key=jax.random.key(0), floor=0.0), ValueError,
      "`floor`"),
-    (lambda: F.unitary_isotropic(jnp.ones(3)), TypeError, "complex|'x'"),
+    (lambda: F.unitary_isotropic(jnp.ones(3)), TypeError, "complex"),
     (lambda: F.lorentz_isotropic(jnp.ones(1)), ValueError, "size >= 2"),
     (lambda: F.lattice_isotropic(jnp.ones(3), jnp.ones((4, 2))), (TypeError, ValueError),
-     r"`directions` must have shape \(m, 3\)|'directions'"),
+     r"`directions` must have shape \(m, 3\)"),
 ])
-def test_bad_input_names_the_argument(call, exc, match):
+def test_bad_input_names_the_argument(call, exc, match, library_checks_only):
     with pytest.raises(exc, match=match):
         call()
 

@@ -439,7 +439,7 @@ def test_names():
 
 
 @pytest.mark.parametrize("bad, error", [(0, ValueError), (-3, ValueError), (True, TypeError)])
-def test_dimension_errors(bad, error):
+def test_dimension_errors(bad, error, library_checks_only):
     with pytest.raises(error, match="Orthogonal: `n` must be an integer >= 1"):
         G.Orthogonal(bad)
     with pytest.raises(error, match="Permutation: `n` must be an integer >= 1"):

@@ -139,7 +139,7 @@ def test_names():
     assert G.RotatedConeGroup(8, cone_dim=4, scalings=False).name == "R[S_2×O(3)^2]"
 
 
-def test_errors_name_the_argument():
+def test_errors_name_the_argument(library_checks_only):
     with pytest.raises(ValueError, match="cone_dim"):
         G.RotatedConeGroup(cone_dim=0)
     with pytest.raises(ValueError, match="divisible"):

@@ -152,7 +152,7 @@ def test_init_linear_and_init_weights_reinitialise_layers():
     (lambda: tnn.SphereUniform(radius=-1.0), ValueError, "`radius`"),
     (lambda: tnn.TruncatedNormal(lower=1.0, upper=1.0), ValueError, "`lower`"),
 ])
-def test_bad_arguments_are_named(call, err, match):
+def test_bad_arguments_are_named(call, err, match, library_checks_only):
     with pytest.raises(err, match=match):
         call()
 
@@ -204,7 +204,7 @@ def test_vmapped_large_haar_initialisation_does_not_hang():
     assert float(out.stdout.split()[-1]) < 1e-5
 
 
-def test_convolution_kernels_are_refused():
+def test_convolution_kernels_are_refused(library_checks_only):
     """Equinox convolution kernels are (out, in, *kernel), not stacks of (out, in)
     matrices: redrawn as such they would be orthogonal per 3×3 kernel slice with fans
     taken from the kernel size."""
@@ -225,7 +225,7 @@ def test_convolution_kernels_are_refused():
     ("truncated_normal", dict(stddev=float("nan")), "stddev"),
     ("truncated_normal", dict(lower=float("-inf")), "lower"),
 ])
-def test_functional_initialisers_validate_their_scales(name, kwargs, arg):
+def test_functional_initialisers_validate_their_scales(name, kwargs, arg, library_checks_only):
     """A NaN, infinite, zero or negative scale would give NaN, infinite or degenerate
     weights silently; the error names the argument."""
     from taxdl.nn.initialisers import _functional as F
@@ -245,7 +245,7 @@ def test_functional_initialisers_validate_their_scales(name, kwargs, arg):
     ("truncated_normal", "stddev", 2.0),
 ])
 @pytest.mark.parametrize("dtype", [jnp.float16, jnp.float32])
-def test_scales_that_overflow_the_dtype_are_refused(name, arg, bound, dtype):
+def test_scales_that_overflow_the_dtype_are_refused(name, arg, bound, dtype, library_checks_only):
     """A finite scale can still give infinite weights in the requested dtype (gain 1e39 in
     float32, 1e5 in float16): refused by name. Just inside the range the weights are
     finite (a Gaussian's scale is allowed up to max/10, where |z| > 10 has probability
@@ -261,7 +261,7 @@ def test_scales_that_overflow_the_dtype_are_refused(name, arg, bound, dtype):
     assert np.all(np.isfinite(np.asarray(w, np.float64)))
 
 
-def test_initialiser_arguments_must_be_callable():
+def test_initialiser_arguments_must_be_callable(library_checks_only):
     from taxdl.nn.initialisers import as_init_fn, init_linear, init_weights
 
     layer = tnn.Linear(3, 2, key=jax.random.key(0))

@@ -299,8 +299,7 @@ def test_binary_operations_are_finite_at_edge_cases():
 
 # ----------------------------------------------------------------- errors
 @pytest.mark.parametrize("call,err,match", [
-    (lambda: tnn.IsotropicMin()(jnp.ones(3), jnp.ones(4)), (ValueError, TypeError),
-     "same last axis|'n'"),
+    (lambda: tnn.IsotropicMin()(jnp.ones(3), jnp.ones(4)), ValueError, "same last axis"),
     (lambda: tnn.IsotropicMultiply()(jnp.ones(3), jnp.ones(3, jnp.float16)), TypeError,
      "same dtype"),
     (lambda: tnn.Dropout(1.0), ValueError, "`rate`"),
@@ -313,9 +312,9 @@ def test_binary_operations_are_finite_at_edge_cases():
      r"`step` must be a finite number in \[0, 10"),
     (lambda: tnn.BoxClip(0.0), ValueError, "`bound`"),
     (lambda: tnn.SoftmaxAttention()(jnp.ones((2, 3)), jnp.ones((4, 2)), jnp.ones((4, 5))),
-     (ValueError, TypeError), "feature size|'keys'"),
+     ValueError, "feature size"),
     (lambda: tnn.IsotropicTanhAttention()(jnp.ones((2, 3)), jnp.ones((4, 3)), jnp.ones((5, 5))),
-     (ValueError, TypeError), "same length|'values'"),
+     ValueError, "same length"),
     (lambda: tnn.MultiHeadSum(4, 0, key=jax.random.key(0)), ValueError, "`heads`"),
     (lambda: tnn.MultiHeadSum(4, 2, gain=0.0, key=jax.random.key(0)), ValueError, "`gain`"),
     (lambda: tnn.StochasticIsotropicDropout(0.5)(jnp.ones(3), key=jax.random.key(0),
@@ -353,9 +352,8 @@ def test_bad_arguments_are_named(call, err, match, library_checks_only):
     lambda x: tf.box_clip(x), lambda x: tf.isotropic_multiply(x, x),
     lambda x: tf.isotropic_min(x, x), lambda x: tf.isotropic_max(x, x),
     lambda x: tnn.BoxClip()(x)])
-def test_integer_inputs_raise_instead_of_truncating(call):
-    # (under the test suite's runtime type checking the annotation rejects them first)
-    with pytest.raises(TypeError, match="`x`|'x'"):
+def test_integer_inputs_raise_instead_of_truncating(call, library_checks_only):
+    with pytest.raises(TypeError, match="`x` must be a real floating array"):
         call(jnp.array([3, -4, 1, 2]))
 
 
