@@ -366,14 +366,15 @@ def chi_norm(x: Float[Array, "b n"], gamma, beta, eps: RealLike = 0.0) -> Float[
     require_floating(x, "chi_norm", "x")
     if x.ndim != 2:
         raise ValueError(f"`x` must be a batch of shape (b, n), got shape {x.shape}.")
-    eps = check_eps(eps, "chi_norm")
-    # one cast in and one out: the gradient's two paths (through x directly and through
-    # the statistics) are summed in the compute dtype, so a half-precision gradient that
-    # overflows is ±inf (as for the other normalisers) rather than inf − inf = NaN
-    work = x.astype(compute_dtype(x.dtype))
-    mean, rms = chi_statistics(work)
-    y = chi_scale(x.shape[-1]) * _ratio(work, mean, rms, eps)
-    return (gamma * y.astype(x.dtype) + beta).astype(x.dtype)
+    # one cast in and one out, as the ChiNorm module does: the gradient's two paths
+    # (through x directly and through the statistics) are summed in the compute dtype,
+    # so a half-precision gradient that overflows is ±inf (as for the other normalisers)
+    # rather than inf − inf = NaN
+    work = compute_dtype(x.dtype)
+    xw = x.astype(work)
+    mean, rms = chi_statistics(xw)
+    return chi_apply(xw, mean, rms, jnp.asarray(gamma).astype(work),
+                     jnp.asarray(beta).astype(work), eps).astype(x.dtype)
 
 
 def magnitude_normalise(x: Float[Array, "*b n"], scale: Float[Array, ""], gamma, beta,
