@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, PRNGKeyArray
 
-from ..._types import check_real
+from ..._types import check_float_dtype, check_real
 
 
 def _check_shape(shape, who: str, min_ndim: int = 1) -> tuple[int, ...]:
@@ -31,10 +31,8 @@ def _check_shape(shape, who: str, min_ndim: int = 1) -> tuple[int, ...]:
 
 
 def _check_dtype(dtype, who: str):
-    dtype = jnp.dtype(jnp.float32 if dtype is None else dtype)
-    if not jnp.issubdtype(dtype, jnp.floating):
-        raise TypeError(f"{who}: `dtype` must be a real floating dtype, got {dtype}.")
-    return dtype
+    """The weights' dtype: float32 when None, else a real floating dtype."""
+    return check_float_dtype(jnp.float32 if dtype is None else dtype, who)
 
 
 def _positive(value, name: str, who: str):

@@ -437,8 +437,8 @@ class GmPConv(AbstractLayer):
             raise ValueError(f"GmPConv expects one unbatched input of shape "
                              f"({self.in_channels}, H, W), got {x.shape}; use jax.vmap for "
                              "batches.")
-        # integer images are promoted to the parameters' dtype (casting the unit filters
-        # to an integer dtype would truncate them to 0), lower precisions to the wider one
+        # (integer images are already cast to the parameters' dtype) the lower of the two
+        # floating precisions is promoted to the wider one
         dtype = self.theta_t.dtype
         if jnp.issubdtype(x.dtype, jnp.floating) and jnp.finfo(x.dtype).bits > \
                 jnp.finfo(dtype).bits:
