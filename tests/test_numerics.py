@@ -97,7 +97,7 @@ def test_functional_and_module_forms_word_the_same_error_alike():
 ])
 def test_flags_must_be_bools(call, name, library_checks_only):
     """A string or integer flag would otherwise be read by its truthiness ("no" is True)."""
-    with pytest.raises(TypeError, match=name):
+    with pytest.raises(TypeError, match=f"`{name}` must be True or False"):
         call()
 
 
