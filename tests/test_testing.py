@@ -104,12 +104,17 @@ def test_l1_isotropic_is_caught():
 
 def test_tanh_declared_only_permutations_is_not_maximal():
     with pytest.raises(SymmetryViolation, match="may not be maximal") as info:
-        check(TanhClaimedPermutation(), n=8, **FAST)
+        check(TanhClaimedPermutation(), n=7, **FAST)
     cell = info.value.cell
     assert cell.status == "not maximal"
     missing = {m.group for m in cell.maximality if m.found is False}
     # the immediate supergroups Dₙ ⊂ Bₙ and {±I} × Sₙ (tanh is odd) hold too
-    assert missing == {"D_8", "±I_8 × S_8"}
+    assert missing == {"D_7", "±I_7 × S_7"}
+    # in an even dimension −I ∈ Dₙ: Dₙ holds {±I} × Sₙ and is not tested on its own
+    with pytest.raises(SymmetryViolation, match="may not be maximal") as info:
+        check(TanhClaimedPermutation(), n=8, **FAST)
+    assert {m.group for m in info.value.cell.maximality if m.found is False} == {
+        "±I_8 × S_8"}
 
 
 class ShiftedReLUClaimedPermutation(AbstractActivation):
@@ -155,20 +160,25 @@ def test_under_claim_below_a_scalar_extension_is_caught(prim, n, holds):
 def test_maximality_in_dimension_one_tests_past_coinciding_supergroups():
     # At n = 1, S₁ = D₁ = SO(1) = I and B₁ = O(1): a supergroup equal to the declared
     # group is no test, so its own supergroups are tested in its place.
+    # (B₁ itself is not tested above S₁ either: it holds ±I₁ × S₁, which is.)
     report = check(tnn.GELU(), n=1, **FAST)
     cell = report.cell("algebraic", "E")
     tested = {m.group: m for m in cell.maximality}
-    assert "D_1" not in tested and tested["B_1"].found  # GELU is not odd
-    assert "equal to S_1" in tested["B_1"].note
+    assert "D_1" not in tested and tested["±I_1 × S_1"].found  # GELU is not odd
     cell = report.cell("algebraic", "L")
     assert {"S_1", "SO(1)"}.isdisjoint(m.group for m in cell.maximality)
     assert all(m.found for m in cell.maximality)
-    check(tnn.Tanh(), n=1, **FAST)  # B₁ = O(1): the next test is GL(1), which fails
-    # and an under-claim in dimension one is still caught (tanh is odd: B₁ holds)
+    # tanh: B₁ = O(1), so E(1) is tested in place of O(1), and fails (no translations)
+    cell = check(tnn.Tanh(), n=1, **FAST).cell("algebraic", "E")
+    tested = {m.group: m for m in cell.maximality}
+    assert "O(1)" not in tested and tested["E(1)"].found
+    assert "in place of O(1), equal to B_1" in tested["E(1)"].note
+    # and an under-claim in dimension one is still caught (tanh is odd: ±I₁ × S₁ = B₁
+    # holds)
     with pytest.raises(SymmetryViolation, match="may not be maximal") as info:
         check(TanhClaimedPermutation(), n=1, **FAST)
     assert {m.group for m in info.value.cell.maximality if m.found is False} == {
-        "B_1", "±I_1 × S_1"}
+        "±I_1 × S_1"}
 
 
 def test_check_inside_a_users_given_test():

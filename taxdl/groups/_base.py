@@ -25,6 +25,10 @@ from .._types import IntLike, check_int
 
 
 
+# A membership tolerance: a number, or a scalar array (traced inside compiled tests).
+Tolerance = float | Float[Array, ""]
+
+
 class Element(eqx.Module):
     """A group element in affine matrix form, acting as $x \\mapsto M x + t$.
 
@@ -46,6 +50,13 @@ class Element(eqx.Module):
         if self.matrix.ndim < 3:
             raise TypeError("a single Element has no length; batches have a leading axis")
         return self.matrix.shape[0]
+
+    def compose(self, other: "Element") -> "Element":
+        """The element self ∘ other: $x \\mapsto M(M'x + t') + t$ (batches pair up)."""
+        return Element(
+            self.matrix @ other.matrix,
+            jnp.einsum("...ij,...j->...i", self.matrix, other.shift) + self.shift,
+        )
 
 
 def linear_element(matrix: Inexact[Array, "*batch d d"]) -> Element:
@@ -170,12 +181,9 @@ class AbstractGroup(eqx.Module):
 
     def compose(self, a: Element, b: Element) -> Element:
         """The element $a \\circ b$."""
-        return Element(
-            a.matrix @ b.matrix,
-            jnp.einsum("...ij,...j->...i", a.matrix, b.shift) + a.shift,
-        )
+        return a.compose(b)
 
-    def contains(self, element: Element, atol: float | None = None
+    def contains(self, element: Element, atol: Tolerance | None = None
                  ) -> Bool[Array, "*batch"]:
         """Whether `element` (or each element of a batch) belongs to the bound group.
 
@@ -196,13 +204,20 @@ class AbstractGroup(eqx.Module):
             atol = max(membership_atol(element.matrix.dtype),
                        membership_atol(element.shift.dtype))
         element = Element(_widen_half(element.matrix), _widen_half(element.shift))
-        return _jit_contains(self, element, float(atol))
+        # a traced tolerance, not a compile-time constant: one program per group and
+        # element shape serves every tolerance
+        tol_dtype = jnp.finfo(element.matrix.dtype).dtype
+        if isinstance(atol, jax.core.Tracer):
+            atol = atol.astype(tol_dtype)
+        else:
+            atol = jnp.asarray(float(atol), tol_dtype)
+        return _jit_contains(self, element, atol)
 
     @abc.abstractmethod
     def _sample(self, key: PRNGKeyArray, num: int, dtype) -> Element: ...
 
     @abc.abstractmethod
-    def _contains(self, element: Element, atol: float) -> Bool[Array, "*batch"]: ...
+    def _contains(self, element: Element, atol: Tolerance) -> Bool[Array, "*batch"]: ...
 
     # ------------------------------------------------------------------ hierarchy
     def is_subgroup(self, other: "AbstractGroup") -> bool:
@@ -212,10 +227,11 @@ class AbstractGroup(eqx.Module):
         return is_subgroup(self, other)
 
     def supergroups(self) -> tuple["AbstractGroup", ...]:
-        """The immediate supergroups in the hierarchy (bound to the same dimension)."""
-        from ._hierarchy import immediate_supergroups
+        """The immediate supergroups in the hierarchy (bound to the same dimension): those
+        the hierarchy's rule lists, less any that holds another one listed."""
+        from ._hierarchy import immediate_supergroups, least
 
-        return immediate_supergroups(self)
+        return least(immediate_supergroups(self))
 
 
 class AbstractCompactGroup(AbstractGroup):
@@ -279,7 +295,7 @@ def _sample(group: AbstractGroup, key, num: int, dtype) -> Element:
     return group._sample(key, num, dtype)
 
 
-def _contains(group: AbstractGroup, element: Element, atol: float):
+def _contains(group: AbstractGroup, element: Element, atol: Tolerance):
     return group._contains(element, atol)
 
 
@@ -355,21 +371,21 @@ def blocks_label(group: AbstractGroup) -> str:
 
 
 # ---------------------------------------------------------------------- helpers
-def is_identity(m: Array, atol: float) -> Bool[Array, "*batch"]:
+def is_identity(m: Array, atol: Tolerance) -> Bool[Array, "*batch"]:
     eye = jnp.eye(m.shape[-1], dtype=m.dtype)
     return jnp.max(jnp.abs(m - eye), axis=(-2, -1)) <= atol
 
 
-def is_orthogonal(m: Inexact[Array, "*batch d d"], atol: float) -> Bool[Array, "*batch"]:
+def is_orthogonal(m: Inexact[Array, "*batch d d"], atol: Tolerance) -> Bool[Array, "*batch"]:
     mtm = jnp.einsum("...ki,...kj->...ij", jnp.conj(m), m)
     return is_identity(mtm, atol)
 
 
-def zero_shift(e: Element, atol: float) -> Bool[Array, "*batch"]:
+def zero_shift(e: Element, atol: Tolerance) -> Bool[Array, "*batch"]:
     return jnp.max(jnp.abs(e.shift), axis=-1, initial=0.0) <= atol
 
 
-def diagonal_part(m: Array, atol: float) -> tuple[Array, Bool[Array, "*batch"]]:
+def diagonal_part(m: Array, atol: Tolerance) -> tuple[Array, Bool[Array, "*batch"]]:
     """The diagonal $d$ of $M$ and whether $M = \\operatorname{diag}(d)$ (to `atol`)."""
     d = jnp.diagonal(m, axis1=-2, axis2=-1)
     off = m - d[..., :, None] * jnp.eye(m.shape[-1], dtype=m.dtype)
@@ -382,14 +398,14 @@ def diagonal_matrices(d: Array, n: int, dtype) -> Array:
     return d[:, :, None] * jnp.eye(n, dtype=dtype)
 
 
-def scalar_part(m: Array, atol: float) -> tuple[Array, Bool[Array, "*batch"]]:
+def scalar_part(m: Array, atol: Tolerance) -> tuple[Array, Bool[Array, "*batch"]]:
     """The entry $a = M_{11}$ and whether $M = aI$ (to `atol`)."""
     a = m[..., 0, 0]
     eye = jnp.eye(m.shape[-1], dtype=m.dtype)
     return a, jnp.max(jnp.abs(m - a[..., None, None] * eye), axis=(-2, -1)) <= atol
 
 
-def unit_monomial(m: Array, atol: float) -> tuple[Array, Bool[Array, "*batch"]]:
+def unit_monomial(m: Array, atol: Tolerance) -> tuple[Array, Bool[Array, "*batch"]]:
     """Where the entries have modulus 1, and whether `m` has exactly one such entry per row
     and column and zeros elsewhere (a signed permutation for real `m`; a permutation with
     unit phases for complex `m`)."""
@@ -402,7 +418,7 @@ def unit_monomial(m: Array, atol: float) -> tuple[Array, Bool[Array, "*batch"]]:
     return near_one, entries_ok & jnp.all(rows, axis=-1) & jnp.all(cols, axis=-1)
 
 
-def is_signed_permutation(m: Array, atol: float) -> Bool[Array, "*batch"]:
+def is_signed_permutation(m: Array, atol: Tolerance) -> Bool[Array, "*batch"]:
     """Exactly one entry of magnitude 1 per row and column, zeros elsewhere."""
     return unit_monomial(m, atol)[1]
 

@@ -105,9 +105,11 @@ def counting_registrations(fn):
 @counting_registrations
 @ft.singledispatch
 def immediate_supergroups(group: AbstractGroup) -> tuple[AbstractGroup, ...]:
-    """The immediate supergroups of `group` in taxdl's hierarchy, bound to the same
-    dimension. Used by the maximality check: a primitive that declares `group` must fail
-    under each of these (or the declaration is reported as possibly non-maximal)."""
+    """The supergroups of `group` that its hierarchy rule lists, bound to the same
+    dimension: the immediate ones, and possibly some that hold another listed one
+    (`least` drops those; `AbstractGroup.supergroups` and the maximality check apply it).
+    A primitive that declares `group` must fail under each immediate one (or the
+    declaration is reported as possibly non-maximal)."""
     if type(group).__module__.startswith("taxdl."):
         raise AssertionError(f"taxdl group {type(group).__name__} has no hierarchy rule")
     raise NotImplementedError(
@@ -324,6 +326,8 @@ def _simplify_product(group: Product) -> AbstractGroup:
         factors = [Translations() if _is_coordinate_signs_shifts(f) else f for f in factors]
     if (len(factors) == 2 and {type(f) for f in factors} == {Scaling, Orthogonal}):
         return ConformalLinear(group.n)   # ℝ×·O(n) = ℝ×₊·O(n) (−I is orthogonal)
+    if (len(factors) == 2 and {type(f) for f in factors} == {Translations, Orthogonal}):
+        return Euclidean(group.n)         # O(n)⋉T(n) = E(n)
     kept = []
     for i, f in enumerate(factors):
         absorbed = any(
@@ -354,7 +358,8 @@ def _product_supergroups(g: Product) -> tuple[AbstractGroup, ...]:
             factors[i] = sup
             candidate = simplify_product(Product(*factors, n=here.n))
             key = _family(candidate)
-            if key not in seen:
+            if key not in seen and not is_subgroup(candidate, here):
+                # (not the same group under another name: ℝ× × Dₙ is ℝ×₊ × Dₙ for even n)
                 seen.add(key)
                 out.append(candidate)
     return tuple(out)
@@ -417,6 +422,18 @@ def same_group(a: AbstractGroup, b: AbstractGroup) -> bool:
 
 
 _SUBGROUP_MEMO: dict = {}
+
+
+def least(groups) -> tuple[AbstractGroup, ...]:
+    """Those of `groups` with no other of `groups` strictly inside them, in their order.
+
+    A rule may list a group together with one of its own supergroups (ℝ× lists ℝ× × ℤ₂ⁿ
+    and (ℝ×)ⁿ, which holds it); only the smaller is immediate. For maximality the larger
+    adds nothing: a map that fails under the smaller group fails under every group
+    containing it."""
+    groups = tuple(groups)
+    return tuple(g for g in groups if not any(
+        h is not g and is_subgroup(h, g) and not is_subgroup(g, h) for h in groups))
 
 
 def _rules_token() -> int:
@@ -518,6 +535,10 @@ def _is_subgroup(a: AbstractGroup, b: AbstractGroup) -> bool:
         return False
     if isinstance(b, Product) and any(is_subgroup(a, h) for h in b.factors):
         return True
+    if (isinstance(a, Scaling) and not a.positive and isinstance(b, Product)
+            and is_subgroup(PointReflection(a.n), b)
+            and is_subgroup(Scaling(a.n, positive=True), b)):
+        return True   # ℝ× = {±I} × ℝ×₊, its two parts in different factors of b
     if isinstance(a, PointReflection) and isinstance(b, BlockScaleShift) and b.signs:
         return True   # −I: the sign −1 on every block (not an edge: ±I's supergroups
         # would then include groups with translations)

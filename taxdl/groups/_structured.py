@@ -15,6 +15,7 @@ from ._base import (
     AbstractGroup,
     AbstractNoncompactGroup,
     Element,
+    Tolerance,
     _check_dimension,
     haar_orthogonal,
     helmert_basis,
@@ -366,7 +367,7 @@ def cone_matrices(key, num: int, n: int, axes: np.ndarray, bodies: np.ndarray,
     return m.at[jnp.arange(num)[:, None], ai[None, :], ai[perm]].set(scale)
 
 
-def is_block_cone_matrix(m: Array, g: int, s: int, scalings: bool, atol: float) -> Array:
+def is_block_cone_matrix(m: Array, g: int, s: int, scalings: bool, atol: Tolerance) -> Array:
     """Whether each matrix, with its coordinates ordered cone by cone (axis first), is in
     the cone group without a shared axis: a block permutation whose blocks are
     $c\\,\\mathrm{diag}(1, R)$ with $R$ orthogonal and $c > 0$ ($c = 1$ without scalings)."""

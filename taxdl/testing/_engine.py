@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._compile import SMALL_PROGRAM_OPTIONS
-from ..groups import AbstractGroup, Element, represent
+from ..groups import AbstractGroup, Element, Product, represent
 from ..taxonomy import Flavour, as_function, data_call, random_call, reinitialise, transport
 from ._stats import PAIRS
 
@@ -409,12 +409,35 @@ def _sample_jit(group, out_group, key, num, dtype):
         return e, represent(out_group, e, dtype)
 
 
+@ft.partial(jax.jit, **JIT_OPTIONS)
+def _compose_jit(elements: tuple[Element, ...]) -> Element:
+    e = elements[0]
+    for other in elements[1:]:
+        e = e.compose(other)
+    return e
+
+
+@ft.partial(jax.jit, static_argnums=(0, 2), **JIT_OPTIONS)
+def _represent_jit(out_group, element, dtype):
+    with jax.numpy_dtype_promotion("standard"):
+        return represent(out_group, element, dtype)
+
+
 def sample_elements(group: AbstractGroup, out_group: AbstractGroup | None, key, num: int,
                     dtype) -> tuple[Element, Element]:
     """`num` elements of a bound group and their images in `out_group`'s representation
     (the same elements when `out_group` is None). Compiled once per group, shared across
-    checks."""
-    return _sample_jit(group, out_group, key, num, jnp.dtype(dtype).type)
+    checks. A product (most of the supergroups a maximality check samples) is drawn as
+    `Product.sample` draws it, one element of each factor composed, with each factor's
+    own compiled sampler: the many products of a few families compile nothing new."""
+    dtype = jnp.dtype(dtype).type
+    if isinstance(group, Product):
+        keys = jax.random.split(key, len(group.factors))
+        parts = tuple(sample_elements(f, None, k, num, dtype)[0]
+                      for k, f in zip(keys, group.factors))
+        e = _compose_jit(parts)
+        return e, (e if out_group is None else _represent_jit(out_group, e, dtype))
+    return _sample_jit(group, out_group, key, num, dtype)
 
 
 @ft.partial(jax.jit, static_argnums=(1,), **JIT_OPTIONS)
