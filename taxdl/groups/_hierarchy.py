@@ -424,16 +424,18 @@ def same_group(a: AbstractGroup, b: AbstractGroup) -> bool:
 _SUBGROUP_MEMO: dict = {}
 
 
-def least(groups) -> tuple[AbstractGroup, ...]:
-    """Those of `groups` with no other of `groups` strictly inside them, in their order.
+def least(groups, among=None) -> tuple[AbstractGroup, ...]:
+    """Those of `groups` that hold none of `among` (by default `groups` itself) strictly
+    inside them, in their order.
 
     A rule may list a group together with one of its own supergroups (ℝ× lists ℝ× × ℤ₂ⁿ
     and (ℝ×)ⁿ, which holds it); only the smaller is immediate. For maximality the larger
     adds nothing: a map that fails under the smaller group fails under every group
     containing it."""
     groups = tuple(groups)
+    among = groups if among is None else tuple(among)
     return tuple(g for g in groups if not any(
-        h is not g and is_subgroup(h, g) and not is_subgroup(g, h) for h in groups))
+        h is not g and is_subgroup(h, g) and not is_subgroup(g, h) for h in among))
 
 
 def _rules_token() -> int:

@@ -19,7 +19,7 @@ from ..groups import (
     is_subgroup,
     same_group,
 )
-from ..groups._hierarchy import SCALAR_GROUPS
+from ..groups._hierarchy import SCALAR_GROUPS, least
 from ..taxonomy import (
     AbstractInitialiser,
     Cell,
@@ -926,10 +926,9 @@ def _supergroups(ctx: Context, plan: Plan) -> list[tuple[AbstractGroup, tuple]]:
     # A supergroup holding another one that is tested adds no test: a counterexample in
     # the smaller group is one in the larger (only scalar groups are tested on maps
     # between different representations, see `_falsify`).
-    tested = [s for s, _ in out if plan.out is None or isinstance(s, SCALAR_GROUPS)]
-    return [(s, via) for s, via in out
-            if not any(t is not s and is_subgroup(t, s) and not is_subgroup(s, t)
-                       for t in tested)]
+    kept = least([s for s, _ in out],
+                 among=[s for s, _ in out if plan.out is None or isinstance(s, SCALAR_GROUPS)])
+    return [(s, via) for s, via in out if any(s is k for k in kept)]
 
 
 def _reduces_to_algebraic(ctx: Context, generation: Generation, kind: str) -> bool:
