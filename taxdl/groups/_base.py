@@ -206,11 +206,7 @@ class AbstractGroup(eqx.Module):
         element = Element(_widen_half(element.matrix), _widen_half(element.shift))
         # a traced tolerance, not a compile-time constant: one program per group and
         # element shape serves every tolerance
-        tol_dtype = jnp.finfo(element.matrix.dtype).dtype
-        if isinstance(atol, jax.core.Tracer):
-            atol = atol.astype(tol_dtype)
-        else:
-            atol = jnp.asarray(float(atol), tol_dtype)
+        atol = jnp.asarray(atol, jnp.finfo(element.matrix.dtype).dtype)
         return _jit_contains(self, element, atol)
 
     @abc.abstractmethod

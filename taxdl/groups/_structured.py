@@ -249,11 +249,20 @@ class Product(AbstractGroup):
         return "⟨" + ", ".join(f.name for f in shown) + "⟩"
 
     def _sample(self, key, num, dtype):
-        keys = jax.random.split(key, len(self.factors))
-        elems = [f.sample(k, num, dtype) for k, f in zip(keys, self.factors)]
-        e = elems[0]
-        for other in elems[1:]:
-            e = self.compose(e, other)
+        return self.combine(tuple(f.sample(k, num, dtype)
+                                  for k, f in zip(self.factor_keys(key), self.factors)))
+
+    def factor_keys(self, key):
+        """The PRNG keys `sample` draws the factors' elements with, one per factor."""
+        return jax.random.split(key, len(self.factors))
+
+    @staticmethod
+    def combine(elements: tuple[Element, ...]) -> Element:
+        """The product's element made of one element of each factor (in the factors'
+        order): their composition."""
+        e = elements[0]
+        for other in elements[1:]:
+            e = e.compose(other)
         return e
 
     def scalar_extension(self, scalar_types: tuple = (Scaling, PointReflection)

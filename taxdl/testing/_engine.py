@@ -398,23 +398,15 @@ def closure_rows(prim, cells, acted, act_out, code, ein, eout, eout_inv, xs, dir
 
 
 # ----------------------------------------------------------------------------- sampling
-@ft.partial(jax.jit, static_argnums=(0, 1, 3, 4), **JIT_OPTIONS)
-def _sample_jit(group, out_group, key, num, dtype):
+@ft.partial(jax.jit, static_argnums=(0, 2, 3), **JIT_OPTIONS)
+def _sample_jit(group, key, num, dtype):
     # Group samplers compute in at least float32 and cast; their internal promotions are
     # theirs to make, whatever promotion mode the caller runs under.
     with jax.numpy_dtype_promotion("standard"):
-        e = group.sample(key, num, dtype)
-        if out_group is None:
-            return e, e
-        return e, represent(out_group, e, dtype)
+        return group.sample(key, num, dtype)
 
 
-@ft.partial(jax.jit, **JIT_OPTIONS)
-def _compose_jit(elements: tuple[Element, ...]) -> Element:
-    e = elements[0]
-    for other in elements[1:]:
-        e = e.compose(other)
-    return e
+_combine_jit = jax.jit(Product.combine, **JIT_OPTIONS)
 
 
 @ft.partial(jax.jit, static_argnums=(0, 2), **JIT_OPTIONS)
@@ -423,21 +415,23 @@ def _represent_jit(out_group, element, dtype):
         return represent(out_group, element, dtype)
 
 
+def _sample_group(group: AbstractGroup, key, num: int, dtype) -> Element:
+    if isinstance(group, Product):
+        return _combine_jit(tuple(_sample_group(f, k, num, dtype)
+                                  for k, f in zip(group.factor_keys(key), group.factors)))
+    return _sample_jit(group, key, num, dtype)
+
+
 def sample_elements(group: AbstractGroup, out_group: AbstractGroup | None, key, num: int,
                     dtype) -> tuple[Element, Element]:
     """`num` elements of a bound group and their images in `out_group`'s representation
     (the same elements when `out_group` is None). Compiled once per group, shared across
     checks. A product (most of the supergroups a maximality check samples) is drawn as
-    `Product.sample` draws it, one element of each factor composed, with each factor's
+    `Product.sample` draws it, one element of each factor combined, with each factor's
     own compiled sampler: the many products of a few families compile nothing new."""
     dtype = jnp.dtype(dtype).type
-    if isinstance(group, Product):
-        keys = jax.random.split(key, len(group.factors))
-        parts = tuple(sample_elements(f, None, k, num, dtype)[0]
-                      for k, f in zip(keys, group.factors))
-        e = _compose_jit(parts)
-        return e, (e if out_group is None else _represent_jit(out_group, e, dtype))
-    return _sample_jit(group, out_group, key, num, dtype)
+    e = _sample_group(group, key, num, dtype)
+    return e, (e if out_group is None else _represent_jit(out_group, e, dtype))
 
 
 @ft.partial(jax.jit, static_argnums=(1,), **JIT_OPTIONS)
