@@ -56,6 +56,28 @@ def _unbound(who: str, axis_name) -> str:
             "`eqx.nn.inference_mode`).")
 
 
+def _init_fields(norm, n, axis_name, eps, momentum, inference, dtype, *, vector_gain: bool,
+                 statistics: tuple[tuple[int | str, ...], ...]) -> None:
+    """Check and set the fields the stateful normalisers share: `n`, `eps`, `momentum`,
+    `axis_name`, `inference`, γ (ones: a scalar, or a vector with `vector_gain`), β
+    (zeros) and the state: a step count and zeros of the shapes in `statistics`, which
+    `n` in a shape stands for. Running statistics are kept in the compute dtype (a float16
+    magnitude overflows at 65504)."""
+    who = type(norm).__name__
+    dtype = check_float_dtype(dtype, who)
+    norm.n = n = check_n(n, who)
+    norm.eps = check_eps(eps, who)
+    norm.momentum = check_momentum(momentum, who)
+    norm.axis_name = axis_name
+    norm.inference = check_bool(inference, "inference", who=who)
+    norm.gamma = jnp.ones((n,) if vector_gain else (), dtype)
+    norm.beta = jnp.zeros((n,), dtype)
+    stat = compute_dtype(dtype)
+    zeros = tuple(jnp.zeros(tuple(n if d == "n" else d for d in shape), stat)
+                  for shape in statistics)
+    norm.state_index = eqx.nn.StateIndex((jnp.array(0, jnp.int32), *zeros))
+
+
 def _debias(hidden, count, momentum):
     """Zero-debiased moving average $h_t/(1 - ρ^t)$ (the raw value when $t = 0$), with
     $1 - ρ^t$ from `one_minus_power` (exact also for ρ within float32's rounding of 1)."""
@@ -243,18 +265,8 @@ class ChiNorm(_AbstractDataNormaliser):
 
     def __init__(self, n: IntLike, axis_name: Hashable = "batch", eps: RealLike = 1e-5,
                  momentum: RealLike = 0.99, inference: bool = False, *, dtype=jnp.float32):
-        dtype = check_float_dtype(dtype, type(self).__name__)
-        self.n = check_n(n, "ChiNorm")
-        self.eps = check_eps(eps, "ChiNorm")
-        self.momentum = check_momentum(momentum, "ChiNorm")
-        self.axis_name = axis_name
-        self.inference = check_bool(inference, "inference", who=type(self).__name__)
-        self.gamma = jnp.ones((), dtype)
-        self.beta = jnp.zeros((n,), dtype)
-        # running statistics in the compute dtype: a float16 magnitude overflows at 65504
-        stat = compute_dtype(dtype)
-        self.state_index = eqx.nn.StateIndex(
-            (jnp.array(0, jnp.int32), jnp.zeros((n,), stat), jnp.zeros((), stat)))
+        _init_fields(self, n, axis_name, eps, momentum, inference, dtype, vector_gain=False,
+                     statistics=(("n",), ()))
 
     def statistics(self, state: eqx.nn.State) -> tuple[Array, Array]:
         """The running (debiased) batch mean and RMS magnitude used in inference; before
@@ -308,18 +320,8 @@ class BatchNorm(_AbstractDataNormaliser):
 
     def __init__(self, n: IntLike, axis_name: Hashable = "batch", eps: RealLike = 1e-5,
                  momentum: RealLike = 0.99, inference: bool = False, *, dtype=jnp.float32):
-        dtype = check_float_dtype(dtype, type(self).__name__)
-        self.n = check_n(n, "BatchNorm")
-        self.eps = check_eps(eps, "BatchNorm")
-        self.momentum = check_momentum(momentum, "BatchNorm")
-        self.axis_name = axis_name
-        self.inference = check_bool(inference, "inference", who=type(self).__name__)
-        self.gamma = jnp.ones((n,), dtype)
-        self.beta = jnp.zeros((n,), dtype)
-        # running statistics in the compute dtype: a float16 magnitude overflows at 65504
-        stat = compute_dtype(dtype)
-        self.state_index = eqx.nn.StateIndex(
-            (jnp.array(0, jnp.int32), jnp.zeros((n,), stat), jnp.zeros((n,), stat)))
+        _init_fields(self, n, axis_name, eps, momentum, inference, dtype, vector_gain=True,
+                     statistics=(("n",), ("n",)))
 
     def statistics(self, state: eqx.nn.State) -> tuple[Array, Array]:
         """Running (debiased) per-coordinate mean and standard deviation (0 and 1 before
@@ -378,17 +380,8 @@ class MagnitudeEMANorm(AbstractNormaliser, eqx.nn.StatefulLayer):
 
     def __init__(self, n: IntLike, axis_name: Hashable | None = "batch", eps: RealLike = 1e-5,
                  momentum: RealLike = 0.99, inference: bool = False, *, dtype=jnp.float32):
-        dtype = check_float_dtype(dtype, type(self).__name__)
-        self.n = check_n(n, "MagnitudeEMANorm")
-        self.eps = check_eps(eps, "MagnitudeEMANorm")
-        self.momentum = check_momentum(momentum, "MagnitudeEMANorm")
-        self.axis_name = axis_name
-        self.inference = check_bool(inference, "inference", who=type(self).__name__)
-        self.gamma = jnp.ones((), dtype)
-        self.beta = jnp.zeros((n,), dtype)
-        # running statistics in the compute dtype: a float16 magnitude overflows at 65504
-        stat = compute_dtype(dtype)
-        self.state_index = eqx.nn.StateIndex((jnp.array(0, jnp.int32), jnp.zeros((), stat)))
+        _init_fields(self, n, axis_name, eps, momentum, inference, dtype, vector_gain=False,
+                     statistics=((),))
 
     def statistic(self, state: eqx.nn.State) -> Array:
         """The debiased moving magnitude $\\hat s$ (1 before any training step)."""
