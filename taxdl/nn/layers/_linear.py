@@ -1,5 +1,6 @@
 """The affine layer $Wx + b$ and the composed elementwise layer $σ(Wx + b)$."""
 
+import functools as ft
 from typing import ClassVar
 
 import equinox as eqx
@@ -39,6 +40,27 @@ def gaussian_init(key: PRNGKeyArray, out_features: int, in_features: int, dtype
     return w, jnp.zeros((out_features,), dtype)
 
 
+def _init_dense(layer, in_features, out_features, key: PRNGKeyArray, dtype) -> None:
+    """Check the sizes and dtype of a dense layer and set its Gaussian weights and zero
+    bias (`gaussian_init`)."""
+    who = type(layer).__name__
+    dtype = check_float_dtype(dtype, who)
+    layer.in_features = check_int(in_features, "in_features", who=who)
+    layer.out_features = check_int(out_features, "out_features", who=who)
+    layer.weight, layer.bias = gaussian_init(key, layer.out_features, layer.in_features, dtype)
+
+
+def _dense_input(layer, x):
+    """`x` checked to be one real, unbatched input of the dense `layer` (integers cast to
+    the weights' dtype)."""
+    who = type(layer).__name__
+    x = require_real(x, who, layer.weight.dtype)
+    if x.shape != (layer.in_features,):
+        raise ValueError(f"{who} expects one unbatched input of shape ({layer.in_features},), "
+                         f"got {x.shape}; use jax.vmap for batches.")
+    return x
+
+
 @register(family="layer", formula="Wx + b", example=lambda: Linear(8, 8, key=jax.random.key(0)),
           reference="isotropic paper Table 5.2 (Affine Layer)")
 class Linear(AbstractLayer):
@@ -75,21 +97,12 @@ class Linear(AbstractLayer):
 
     def __init__(self, in_features: int, out_features: int, *, key: PRNGKeyArray,
                  dtype=jnp.float32):
-        dtype = check_float_dtype(dtype, type(self).__name__)
-        self.in_features = check_int(in_features, "in_features", who=type(self).__name__)
-        self.out_features = check_int(out_features, "out_features", who=type(self).__name__)
-        self.weight, self.bias = gaussian_init(key, out_features, in_features, dtype)
+        _init_dense(self, in_features, out_features, key, dtype)
 
     @named_scope("taxdl.Linear")
     def __call__(self, x: Real[Array, " in"], *, key=None) -> Float[Array, " out"]:
         del key
-        x = require_real(x, "Linear", self.weight.dtype)
-        if x.shape != (self.in_features,):
-            raise ValueError(
-                f"Linear expects one unbatched input of shape ({self.in_features},), got "
-                f"{x.shape}; use jax.vmap for batches."
-            )
-        return self.weight @ x + self.bias
+        return self.weight @ _dense_input(self, x) + self.bias
 
 
 def affine_transport(weight, bias, flavour: Flavour, m, t):
@@ -109,19 +122,6 @@ def _transport_affine(layer, flavour, element):
     return eqx.tree_at(lambda l: (l.weight, l.bias), layer, (w, b))
 
 
-@signature.register
-def _(layer: Linear, n=None) -> Signature:
-    return Signature(((layer.in_features,),))
-
-
-@reinitialise.register
-def _(layer: Linear, key) -> Linear:
-    return Linear(layer.in_features, layer.out_features, key=key, dtype=layer.weight.dtype)
-
-
-@transport.register
-def _(layer: Linear, flavour, element, group) -> Linear:
-    return _transport_affine(layer, flavour, element)
 
 
 @register(family="layer", name="Composed", formula="Σᵢ σ((Wx+b)·êᵢ) êᵢ",
@@ -159,34 +159,27 @@ class ElementwiseDense(AbstractLayer):
 
     def __init__(self, in_features: int, out_features: int, *, key: PRNGKeyArray,
                  dtype=jnp.float32):
-        dtype = check_float_dtype(dtype, type(self).__name__)
-        self.in_features = check_int(in_features, "in_features", who=type(self).__name__)
-        self.out_features = check_int(out_features, "out_features", who=type(self).__name__)
-        self.weight, self.bias = gaussian_init(key, out_features, in_features, dtype)
+        _init_dense(self, in_features, out_features, key, dtype)
 
     @named_scope("taxdl.ElementwiseDense")
     def __call__(self, x: Real[Array, " in"], *, key=None) -> Float[Array, " out"]:
         del key
-        x = require_real(x, "ElementwiseDense", self.weight.dtype)
-        if x.shape != (self.in_features,):
-            raise ValueError(
-                f"ElementwiseDense expects one unbatched input of shape "
-                f"({self.in_features},), got {x.shape}; use jax.vmap for batches."
-            )
-        return jax.nn.relu(self.weight @ x + self.bias)
+        return jax.nn.relu(self.weight @ _dense_input(self, x) + self.bias)
 
 
-@signature.register
-def _(layer: ElementwiseDense, n=None) -> Signature:
+def _dense_signature(layer, n=None) -> Signature:
     return Signature(((layer.in_features,),))
 
 
-@reinitialise.register
-def _(layer: ElementwiseDense, key) -> ElementwiseDense:
-    return ElementwiseDense(layer.in_features, layer.out_features, key=key,
-                            dtype=layer.weight.dtype)
-
-
-@transport.register
-def _(layer: ElementwiseDense, flavour, element, group) -> ElementwiseDense:
+def _dense_transport(layer, flavour, element, group):
     return _transport_affine(layer, flavour, element)
+
+
+def _dense_reinitialise(cls, layer, key):
+    return cls(layer.in_features, layer.out_features, key=key, dtype=layer.weight.dtype)
+
+
+for _dense in (Linear, ElementwiseDense):
+    signature.register(_dense, _dense_signature)
+    transport.register(_dense, _dense_transport)
+    reinitialise.register(_dense, ft.partial(_dense_reinitialise, _dense))
