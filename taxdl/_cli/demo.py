@@ -65,7 +65,8 @@ def add_arguments(parser) -> None:
                         help="Adam/AdaSGD learning rate (default: per task, "
                              + ", ".join(f"{k} {v:g}" for k, v in LEARNING_RATE.items()) + ")")
     parser.add_argument("--output", default=DEFAULT_OUTPUT,
-                        help=f"folder for plots and results (default {DEFAULT_OUTPUT}/)")
+                        help=f"folder for plots and results (default {DEFAULT_OUTPUT}/; "
+                             "the files of an earlier run there are replaced)")
     parser.add_argument("--no-plots", action="store_true", help="skip the figures")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
