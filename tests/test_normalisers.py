@@ -658,6 +658,24 @@ def test_half_precision_subnormal_and_zero_inputs_are_finite_and_correct():
         assert float(jnp.max(jnp.abs(y.astype(jnp.float32)))) > 0.1, cls
 
 
+
+@pytest.mark.parametrize("normalisation", ["unit", "tanh"])
+def test_isotropic_layer_norm_computes_half_precision_in_float32(normalisation):
+    """The bottleneck's W_in x overflows float16 for entries of a few ten thousand (and
+    its normalisation then gives NaN): it is computed in float32, so the output is the
+    float64 evaluation of W_out σ(W_in x) + b rounded to float16."""
+    m = tnn.IsotropicLayerNorm(8, normalisation=normalisation, key=jax.random.key(0))
+    x = jnp.asarray(6e4 * np.array([1.0, -1.0, 0.5, 1.0, -0.75, 1.0, -1.0, 0.25]),
+                    jnp.float16)
+    y = m(x)
+    assert y.dtype == jnp.float16
+    w_in, w_out = np.asarray(m.w_in, np.float64), np.asarray(m.w_out, np.float64)
+    h = w_in @ np.asarray(x, np.float64)
+    r = np.linalg.norm(h)
+    h = h / r if normalisation == "unit" else np.tanh(r) * h / r
+    ref = w_out @ h + np.asarray(m.bias, np.float64)
+    np.testing.assert_allclose(np.asarray(y, np.float64), ref, rtol=2e-3, atol=2e-3)
+
 def _batch_maps(dtype):
     """The batch normalisers as maps of a batch (b, n), with parameters in `dtype`."""
     one, zero = jnp.ones((), dtype), jnp.zeros(4, dtype)

@@ -297,6 +297,53 @@ def test_binary_operations_are_finite_at_edge_cases():
                                1e30 * tf.isotropic_min(base, base[::-1]), rtol=1e-5)
 
 
+
+def test_isotropic_multiply_overflows_only_along_n():
+    """Where (‖n‖ − 1)(x·n̂) overflows, the true result is ±∞ only in the components
+    along n̂: the others keep x's (here 0 off the support of n, where an ∞·0 would give
+    NaN). Checked against eq 58 in float64."""
+    x = 1e30 * jnp.asarray([1.0, 0.0, -1.0, 1.0, 0.0, -1.0, 1.0, 0.0], jnp.float32)
+    y = np.asarray(tf.isotropic_multiply(x, x))
+    xd = np.asarray(x, np.float64)
+    r = np.linalg.norm(xd)
+    ref = xd + (r - 1) * (xd @ (xd / r)) * (xd / r)
+    assert not np.any(np.isnan(y))
+    big = np.abs(ref) > np.finfo(np.float32).max
+    assert big.any() and (~big).any()
+    np.testing.assert_array_equal(y[big], np.sign(ref[big]) * np.inf)
+    np.testing.assert_array_equal(y[~big], ref[~big])
+
+
+@pytest.mark.parametrize("dtype", [jnp.float16, jnp.bfloat16])
+def test_rotated_dropouts_compute_half_precision_in_float32(dtype):
+    """Entries of 3e4 in float16: rotating in float16 overflows B x and rotating back
+    gives NaN. The result is eq 66 evaluated in float64, rounded to the input's dtype
+    (±∞ where that overflows); the correlated variant builds and runs its walk with a
+    half-precision dtype (its state in float32)."""
+    r = rng(11)
+    n = 8
+    b = haar(r, n)
+    keep = (r.uniform(size=n) < 0.6).astype(float)
+    x = jnp.asarray(3e4 * r.normal(size=n), dtype)
+    y = tf.rotated_dropout(x, jnp.asarray(b, jnp.float32), jnp.asarray(keep, dtype), 0.4)
+    assert y.dtype == dtype and not jnp.any(jnp.isnan(y))
+    xd = np.asarray(x.astype(jnp.float32), np.float64)
+    ref = np.asarray(jnp.asarray(b.T @ (keep * (b @ xd)) / 0.6, jnp.float32).astype(dtype))
+    np.testing.assert_allclose(np.asarray(y.astype(jnp.float32)),
+                               ref.astype(np.float32), rtol=2e-2 if dtype == jnp.bfloat16
+                               else 2e-3, atol=0.0)
+    drop, state = eqx.nn.make_with_state(tnn.CorrelatedIsotropicDropout)(
+        n, key=jax.random.key(0), dtype=dtype)
+    y, state = drop(x, state, key=jax.random.key(1))
+    basis, dropped = state.get(drop.state_index)
+    assert basis.dtype == jnp.float32 and y.dtype == dtype
+    bd = np.asarray(basis, np.float64)
+    ref = bd.T @ ((1 - np.asarray(dropped, np.float64)) * (bd @ xd)) / 0.5
+    finite = np.abs(ref) < float(jnp.finfo(dtype).max) / 2
+    np.testing.assert_allclose(np.asarray(y.astype(jnp.float32))[finite], ref[finite],
+                               rtol=2e-2 if dtype == jnp.bfloat16 else 2e-3,
+                               atol=1e-2 * np.abs(ref).max())
+
 # ----------------------------------------------------------------- errors
 @pytest.mark.parametrize("call,err,match", [
     (lambda: tnn.IsotropicMin()(jnp.ones(3), jnp.ones(4)), ValueError, "same last axis"),

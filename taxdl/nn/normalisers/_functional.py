@@ -144,7 +144,8 @@ def isotropic_layer_norm(x: Float[Array, "*b n"], w_in: Float[Array, "k n"],
     $f(x) = W_{out}\\,σ(W_{in} x) + b_{out}$ with $W_{in}: ℝ^n \\to ℝ^k$ ($k = n - 2$
     mirrors LayerNorm's two lost degrees of freedom), an isotropic normalisation σ on
     $ℝ^k$ — the unit vector $\\hat y$ (`"unit"`) or isotropic tanh (`"tanh"`, eq 15) — and
-    the affine map $ℝ^k \\to ℝ^n$ that replaces γ and β.
+    the affine map $ℝ^k \\to ℝ^n$ that replaces γ and β. Computed in float32 for
+    half-precision x (output in x's dtype).
 
     **Symmetry:** σ is O(k)-equivariant, so the parameters absorb any GL action (closure);
     the class is algebraically ℝ×₊-right-invariant when σ is the unit vector.
@@ -152,9 +153,11 @@ def isotropic_layer_norm(x: Float[Array, "*b n"], w_in: Float[Array, "k n"],
     if normalisation not in _NORMALISATIONS:
         raise ValueError(f"`normalisation` must be one of {_NORMALISATIONS}, got "
                          f"{normalisation!r}.")
-    h = jnp.einsum("kn,...n->...k", w_in, x)
+    work = compute_dtype(x.dtype)  # float32 for half precisions: W_in x overflows float16
+    h = jnp.einsum("kn,...n->...k", w_in.astype(work), x.astype(work))
     h = unit_vector(h) if normalisation == "unit" else isotropic_tanh(h)
-    return jnp.einsum("nk,...k->...n", w_out, h) + b_out
+    return (jnp.einsum("nk,...k->...n", w_out.astype(work), h) + b_out.astype(work)
+            ).astype(x.dtype)
 
 
 def layer_norm(x: Float[Array, "*b n"], gamma, beta, eps: RealLike = 0.0) -> Float[Array, "*b n"]:

@@ -186,9 +186,7 @@ class IsotropicLayerNorm(AbstractNormaliser):
     def __call__(self, x: Float[Array, " n"], *, key=None) -> Float[Array, " n"]:
         del key
         check_input(x, self.n, "IsotropicLayerNorm")
-        d = x.dtype
-        return F.isotropic_layer_norm(x, self.w_in.astype(d), self.w_out.astype(d),
-                                      self.bias.astype(d), self.normalisation)
+        return F.isotropic_layer_norm(x, self.w_in, self.w_out, self.bias, self.normalisation)
 
 
 @signature.register

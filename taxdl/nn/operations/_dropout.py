@@ -38,6 +38,7 @@ from ...taxonomy import (
     signature,
     transport,
 )
+from .._numerics import compute_dtype
 from ..initialisers._functional import haar_orthogonal
 from . import _functional as F
 
@@ -183,8 +184,7 @@ class StochasticIsotropicDropout(AbstractOperation):
         elif basis.shape != (n, n):
             raise ValueError(f"StochasticIsotropicDropout: `basis` must have shape ({n}, {n}), "
                              f"got {basis.shape}.")
-        return F.rotated_dropout(x, basis.astype(x.dtype), _keep_mask(km, self.rate, n, x.dtype),
-                                 self.rate)
+        return F.rotated_dropout(x, basis, _keep_mask(km, self.rate, n, x.dtype), self.rate)
 
 
 # ================================================================ time-correlated variant
@@ -285,7 +285,10 @@ class CorrelatedIsotropicDropout(AbstractOperation, eqx.nn.StatefulLayer):
         self.state_index = eqx.nn.StateIndex(self.initial_state(key, dtype))
 
     def initial_state(self, key: PRNGKeyArray, dtype=jnp.float32) -> tuple[Array, Array]:
-        """A Haar basis and iid Bernoulli(λ) drop indicators."""
+        """A Haar basis and iid Bernoulli(λ) drop indicators, kept in the compute dtype
+        (float32 for half precisions, in which the walk's matrix exponential is not
+        available)."""
+        dtype = compute_dtype(check_float_dtype(dtype, type(self).__name__))
         kb, kd = jax.random.split(key)
         return (haar_orthogonal(kb, (self.n, self.n), dtype),
                 jax.random.bernoulli(kd, self.rate, (self.n,)).astype(dtype))
@@ -310,7 +313,7 @@ class CorrelatedIsotropicDropout(AbstractOperation, eqx.nn.StatefulLayer):
         basis, dropped = correlated_step(key, basis, dropped, self.rate, self.overlap,
                                          self.step)
         state = state.set(self.state_index, (basis, dropped))
-        y = F.rotated_dropout(x, basis.astype(x.dtype), 1 - dropped.astype(x.dtype), self.rate)
+        y = F.rotated_dropout(x, basis, 1 - dropped, self.rate)
         return y, state
 
 

@@ -109,7 +109,9 @@ def isotropic_multiply(x: Float[Array, "*b n"], n: Float[Array, "*#b n"]
     u = unit_vector(n)
     r = safe_norm(n, keepdims=True)
     proj = jnp.sum(x * u, axis=-1, keepdims=True)
-    return (x + ((r - 1) * proj) * u).astype(x.dtype)
+    # (‖n‖ − 1)(x·n̂) can overflow where each factor does not: multiplied in last, it
+    # gives ±∞ only along n̂ (an overflow of the true value), never ∞·0 off it
+    return (x + (r - 1) * (proj * u)).astype(x.dtype)
 
 
 def elementwise_min(x: Float[Array, "*b n"], n: Float[Array, "*#b n"]) -> Float[Array, "*b n"]:
@@ -176,6 +178,9 @@ def rotated_dropout(x: Float[Array, "*b n"], basis: Float[Array, "n n"],
                     keep: Float[Array, "*#b n"], rate: float) -> Float[Array, "*b n"]:
     """Dropout in the basis given by the rows of `basis` (isotropic paper eq 66):
     $x' = \\frac{1}{1-p} B^T\\big(m \\odot Bx\\big)$ with keep-mask m (1 = kept).
+    Half-precision inputs are rotated in float32 (in float16, $Bx$ overflows to ±∞ for
+    entries of a few ten thousand, and rotating back would give ∞ − ∞ = NaN); the output
+    has x's dtype.
 
     **Symmetry:** $R^{-1}f_B(Rx) = f_{BR}(x)$ for orthogonal R: with a Haar B,
     O(n)-equivariant in law.
@@ -183,8 +188,10 @@ def rotated_dropout(x: Float[Array, "*b n"], basis: Float[Array, "n n"],
     require_floating(x, "rotated_dropout", "x")
     require_floating(basis, "rotated_dropout", "basis")
     rate = check_real(rate, "rate", low=0, high=1, high_open=True)
-    y = jnp.einsum("ij,...j->...i", basis, x)
-    y = jnp.einsum("ji,...j->...i", basis, keep.astype(x.dtype) * y)
+    work = compute_dtype(x.dtype)
+    basis = basis.astype(work)
+    y = jnp.einsum("ij,...j->...i", basis, x.astype(work))
+    y = jnp.einsum("ji,...j->...i", basis, keep.astype(work) * y)
     return (y / (1 - rate)).astype(x.dtype)
 
 
