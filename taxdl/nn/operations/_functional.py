@@ -13,7 +13,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float
 
 from ..._types import check_real
-from .._numerics import compute_dtype, require_floating, safe_norm
+from .._numerics import compute_dtype, power_of_two_near, require_floating, safe_norm
 from ..activations._functional import isotropic_tanh
 from ..normalisers._functional import unit_vector
 
@@ -21,8 +21,10 @@ from ..normalisers._functional import unit_vector
 def _ray_terms(x, n):
     """The pieces of $\\|n\\|^2/(x\\cdot n)$ computed without overflow or underflow.
 
-    x and n are divided by their own largest magnitudes $s_x$, $s_n$ (gradients stopped),
-    so $\\|n\\|^2/(x\\cdot n) = (s_n/s_x)\\,\\|n'\\|^2/(x'\\cdot n')$ with $\\|n'\\|^2 ∈ [1, k]$;
+    x and n are divided by powers of two $s_x$, $s_n$ near their largest magnitudes
+    (gradients stopped; a power of two, as XLA's CPU backend divides by multiplying with
+    a reciprocal that is flushed to 0 beyond 2¹²⁶ in float32), so
+    $\\|n\\|^2/(x\\cdot n) = (s_n/s_x)\\,\\|n'\\|^2/(x'\\cdot n')$ with $\\|n'\\|^2 ∈ [1/4, k]$;
     $x'\\cdot n'$ is then only tiny when x and n are (numerically) orthogonal, and a dot
     below $\\sqrt{\\text{tiny}}$ — far below its own rounding error — counts as 0 (the
     identity case of eqs 55–56), which keeps $1/(x'\\cdot n')^2$ finite in the gradient.
@@ -30,9 +32,8 @@ def _ray_terms(x, n):
     number would put the threshold at ~8e-3). Returns (d', nn', s_n/s_x, orthogonal)."""
     work = compute_dtype(x.dtype)
     x, n = x.astype(work), n.astype(work)
-    sx = jax.lax.stop_gradient(jnp.max(jnp.abs(x), axis=-1, keepdims=True))
-    sn = jax.lax.stop_gradient(jnp.max(jnp.abs(n), axis=-1, keepdims=True))
-    sx, sn = jnp.where(sx > 0, sx, 1), jnp.where(sn > 0, sn, 1)
+    sx = jax.lax.stop_gradient(power_of_two_near(jnp.max(jnp.abs(x), axis=-1, keepdims=True)))
+    sn = jax.lax.stop_gradient(power_of_two_near(jnp.max(jnp.abs(n), axis=-1, keepdims=True)))
     xs, ns = x / sx, n / sn
     d = jnp.sum(xs * ns, axis=-1, keepdims=True)
     nn = jnp.sum(ns * ns, axis=-1, keepdims=True)
@@ -170,8 +171,11 @@ def box_clip(x: Float[Array, "*b n"], bound: float = 1.0) -> Float[Array, "*b n"
     bound = check_real(bound, "bound", low=0, low_open=True)
     m = jnp.max(jnp.abs(x), axis=-1, keepdims=True)
     clip = m > bound
-    factor = jnp.where(clip, _safe_ratio(jnp.asarray(bound, x.dtype), m, clip), 1)
-    return (factor * x).astype(x.dtype)
+    # b·(x/m) with x and m first divided by a power of two q near m (exact): the factor
+    # b/m itself is subnormal for m ≳ 2¹²⁶ in float32 and flushed to 0 on CPUs
+    q = jax.lax.stop_gradient(power_of_two_near(m))
+    ratio = _safe_ratio(x / q, m / q, clip)
+    return jnp.where(clip, jnp.asarray(bound, x.dtype) * ratio, x).astype(x.dtype)
 
 
 def rotated_dropout(x: Float[Array, "*b n"], basis: Float[Array, "n n"],
