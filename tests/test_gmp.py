@@ -137,6 +137,15 @@ def test_angles_invert_direction():
         big, r = gmp_angles(jnp.asarray([[3e300, 4e300]]))   # no overflow
     np.testing.assert_allclose(np.asarray(r), [5e300], rtol=1e-14)
     np.testing.assert_allclose(u_ref(np.asarray(big)), [[0.6, 0.8]], atol=1e-15)
+    # float32 weights above 2¹²⁶, where a division by max|w| would multiply by a flushed
+    # reciprocal (all angles and the radius 0)
+    w32 = np.array([[2e38, -1e38, 5e37, 3e37]])
+    theta, r = gmp_angles(jnp.asarray(w32, jnp.float32))
+    w64 = np.asarray(jnp.asarray(w32, jnp.float32), np.float64)
+    np.testing.assert_allclose(np.asarray(r, np.float64), np.linalg.norm(w64, axis=-1),
+                               rtol=1e-6)
+    np.testing.assert_allclose(u_ref(np.asarray(theta, np.float64)),
+                               w64 / np.linalg.norm(w64, axis=-1, keepdims=True), atol=1e-6)
 
 
 def test_angle_derivatives_are_finite_and_match_finite_differences():

@@ -28,7 +28,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, Real
 
-from .._numerics import materialise, require_real, sqrt_or_zero
+from .._numerics import materialise, power_of_two_near, require_real, sqrt_or_zero
 
 # π/2 to 60 digits (a mathematical constant), split for Cody–Waite reduction.
 _HALF_PI = Fraction("1.57079632679489661923132169163975144209858469968755291048747")
@@ -263,8 +263,9 @@ def _gmp_angles(w):
     w = jnp.where(w == 0, jnp.zeros_like(w), w)  # −0 → +0: atan2(0, −0) would give π
     # The angles do not depend on the scale and the radius is linear in it, so it is held
     # constant for derivatives (d radius = ŵ·dw all the same).
-    scale = jax.lax.stop_gradient(jnp.max(jnp.abs(w), axis=-1, keepdims=True))
-    safe = jnp.where(scale > 0, scale, 1)
+    # a power of two near max|w| (1 for w = 0): XLA's CPU backend divides by multiplying
+    # with a reciprocal, which is flushed to 0 for a divisor above 2¹²⁶ in float32
+    safe = jax.lax.stop_gradient(power_of_two_near(jnp.max(jnp.abs(w), axis=-1, keepdims=True)))
     v = w / safe
     tail_sq = jnp.flip(jnp.cumsum(jnp.flip(v * v, -1), -1), -1)  # ‖v_{i:}‖²
     tail = sqrt_or_zero(tail_sq)   # a zero tail (w = e₁, w = 0) has derivative 0, not ∞
