@@ -377,6 +377,8 @@ def test_bad_inputs_raise_clear_errors(library_checks_only):
         F.isotropic_tanh(jnp.arange(3))
     with pytest.raises((TypeError, ValueError), match=r"at least one axis"):
         F.isotropic_tanh(jnp.asarray(1.0))
+    with pytest.raises(ValueError, match=r"LatticeIsotropic: `x` must have at least one axis"):
+        tnn.LatticeIsotropic("cubic")(jnp.asarray(1.0))
     with pytest.raises(TypeError, match=r"`sigma` must be a callable"):
         tnn.Isotropic(3.0)
     with pytest.raises(TypeError, match=r"`negative_slope` must be a finite number"):

@@ -122,6 +122,22 @@ def test_affine_layers_refuse_complex_and_boolean_inputs(make, dtype, library_ch
         layer(jnp.arange(3, dtype=jnp.float32))).ravel(), rtol=1e-6)
 
 
+
+@pytest.mark.parametrize("dtype", [jnp.complex64, jnp.bool_])
+def test_input_mean_norm_refuses_complex_and_boolean_inputs(dtype, library_checks_only):
+    """As the affine layers it precedes: integers are promoted, complex and boolean
+    inputs refused by name."""
+    norm, state = eqx.nn.make_with_state(tnn.InputMeanNorm)(3)
+
+    def run(x):
+        return jax.vmap(lambda v: norm(v, state), axis_name="batch", out_axes=(0, None))(x)[0]
+
+    with pytest.raises(TypeError, match="InputMeanNorm: `x` must be a real floating or integer"):
+        run(jnp.ones((2, 3), dtype))
+    xs = jnp.arange(6).reshape(2, 3)
+    xf = np.arange(6.0).reshape(2, 3)
+    np.testing.assert_allclose(np.asarray(run(xs)), xf - xf.mean(0), rtol=1e-6)
+
 _KEY = jax.random.key(0)
 
 

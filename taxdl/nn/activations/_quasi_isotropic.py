@@ -24,6 +24,7 @@ from ...taxonomy import (
 )
 from ..._types import check_bool, check_float_dtype, check_int, check_real
 from . import _functional as F
+from .._numerics import require_floating
 from ._common import fixed, static_callable
 
 
@@ -114,6 +115,7 @@ class LatticeIsotropic(AbstractActivation):
     @named_scope("taxdl.LatticeIsotropic")
     def __call__(self, x: Float[Array, "*b n"], *, key=None) -> Float[Array, "*b n"]:
         del key
+        require_floating(x, "LatticeIsotropic")
         dirs = F.lattice_directions(self.lattice, x.shape[-1], self.k)
         return F.lattice_isotropic(x, jnp.asarray(dirs, x.dtype), self.sigma)
 

@@ -651,6 +651,7 @@ class InputMeanNorm(AbstractNormaliser, eqx.nn.StatefulLayer):
         """**Arguments:** one example `x` of shape `(n,)` and the `state`; `inference`
         overrides `self.inference`. **Returns:** `(x − mean, new_state)`."""
         del key
+        x = require_real(x, "InputMeanNorm", state.get(self.state_index)[1].dtype)
         if x.shape != (self.n,):
             raise ValueError(f"InputMeanNorm expects one unbatched input of shape "
                              f"({self.n},), got {x.shape}; batch with jax.vmap.")
