@@ -753,6 +753,20 @@ def test_numpy_scalar_hyperparameters_are_numbers(make):
             assert getattr(b, field) == pytest.approx(getattr(a, field), rel=1e-6)
 
 
+@pytest.mark.parametrize("x, error, match", [
+    (jnp.ones(4), ValueError, r"`x` must be a batch of shape \(b, n\), got shape \(4,\)"),
+    (jnp.ones((2, 3), bool), TypeError, r"`x` must be a real floating array"),
+    (jnp.ones((2, 3), jnp.complex64), TypeError, r"`x` must be a real floating array"),
+])
+def test_batch_statistics_name_a_bad_batch(x, error, match, library_checks_only):
+    """A boolean batch would be averaged as 0/1 and a complex one lose its imaginary
+    part silently; a single example has no batch axis."""
+    from taxdl.nn.normalisers._functional import batch_statistics
+    for f, who in ((tf.chi_statistics, "chi_statistics"), (batch_statistics, "batch_statistics")):
+        with pytest.raises(error, match=f"{who}: {match}"):
+            f(x)
+
+
 def test_chi_statistics_of_a_half_precision_batch_do_not_overflow():
     """ρ = √(E‖x − μ‖²) of a float16 batch with entries ±60000 in 64 channels is
     60000·8 = 480000 (closed form: every centred row is ±60000 per channel), beyond

@@ -300,6 +300,13 @@ def _ratio(x, mean, scale, eps):
     return (c * _inverse_root(sc * sc, math.sqrt(eps) / m)).astype(dtype)
 
 
+def _require_batch(x, who: str) -> None:
+    """A real floating batch of shape (b, n)."""
+    require_floating(x, who, "x")
+    if x.ndim != 2:
+        raise ValueError(f"{who}: `x` must be a batch of shape (b, n), got shape {x.shape}.")
+
+
 @jax.jit
 def chi_statistics(x: Float[Array, "b n"]) -> tuple[Float[Array, " n"], Float[Array, ""]]:
     """Batch statistics of the Chi-normaliser (eqs 46–47): the batch mean $μ$ (eq 46)
@@ -309,6 +316,7 @@ def chi_statistics(x: Float[Array, "b n"]) -> tuple[Float[Array, " n"], Float[Ar
 
     **Symmetry:** a rotated batch XRᵀ has statistics (Rμ, ρ).
     """
+    _require_batch(x, "chi_statistics")
     x = x.astype(compute_dtype(x.dtype))
     dtype = x.dtype
     m = _stop_max(x, None).reshape(())
@@ -330,6 +338,7 @@ def batch_statistics(x: Float[Array, "b n"]) -> tuple[Float[Array, " n"], Float[
     **Symmetry:** a batch with permuted and sign-flipped channels has permuted statistics
     (signs on the mean).
     """
+    _require_batch(x, "batch_statistics")
     x = x.astype(compute_dtype(x.dtype))
     dtype = x.dtype
     m = _stop_max(x, 0)
