@@ -183,3 +183,4 @@ for _dense in (Linear, ElementwiseDense):
     signature.register(_dense, _dense_signature)
     transport.register(_dense, _dense_transport)
     reinitialise.register(_dense, ft.partial(_dense_reinitialise, _dense))
+del _dense

@@ -153,6 +153,7 @@ def isotropic_layer_norm(x: Float[Array, "*b n"], w_in: Float[Array, "k n"],
     if normalisation not in _NORMALISATIONS:
         raise ValueError(f"`normalisation` must be one of {_NORMALISATIONS}, got "
                          f"{normalisation!r}.")
+    require_floating(x, "isotropic_layer_norm", "x")
     work = compute_dtype(x.dtype)  # float32 for half precisions: W_in x overflows float16
     h = jnp.einsum("kn,...n->...k", w_in.astype(work), x.astype(work))
     h = unit_vector(h) if normalisation == "unit" else isotropic_tanh(h)
