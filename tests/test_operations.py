@@ -255,6 +255,33 @@ def test_half_precision_attention_scores_do_not_overflow():
         assert np.all(np.isfinite(np.asarray(g, np.float64)))
 
 
+
+@pytest.mark.parametrize("scale", [1e20, 1e30])
+def test_attention_scores_beyond_float32_are_neither_nan_nor_wrong(scale):
+    """Queries and keys of 1e20 give scores of ~1e40, beyond float32: softmax attention
+    becomes the hard attention the scores order, isotropic-tanh attention the unit score
+    direction; both match the float64 formulas and have finite derivatives. At unit scale
+    the scores are bit for bit the plain QKᵀ/√d."""
+    from taxdl.nn.operations._functional import attention_scores
+    r = rng(13)
+    q, k, v = (jnp.asarray(r.normal(size=s), jnp.float32) for s in ((3, 4), (5, 4), (5, 2)))
+    scores = attention_scores(q, k)
+    for f, weights in ((tf.softmax_attention, jax.nn.softmax(scores, -1)),
+                       (tf.isotropic_tanh_attention, tf.isotropic_tanh(scores))):
+        np.testing.assert_array_equal(np.asarray(f(q, k, v)),
+                                      np.asarray(jnp.einsum("ts,sv->tv", weights, v)))
+    qs, ks = q * scale, k * scale
+    q64, k64, v64 = (np.asarray(a, np.float64) for a in (qs, ks, v))
+    sc = q64 @ k64.T / 2.0
+    w = np.exp(sc - sc.max(-1, keepdims=True))
+    w /= w.sum(-1, keepdims=True)
+    norm = np.linalg.norm(sc, axis=-1, keepdims=True)
+    for f, ref in ((tf.softmax_attention, w @ v64),
+                   (tf.isotropic_tanh_attention, (np.tanh(norm) * sc / norm) @ v64)):
+        np.testing.assert_allclose(np.asarray(f(qs, ks, v), np.float64), ref, atol=1e-6)
+        grads = jax.grad(lambda a, b, f=f: jnp.sum(f(a, b, v)), argnums=(0, 1))(qs, ks)
+        assert all(bool(jnp.all(jnp.isfinite(g))) for g in grads), f
+
 def test_multi_head_layers_match_eqs_69_70():
     r = rng(9)
     with X64():

@@ -13,7 +13,8 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float
 
 from ..._types import check_real
-from .._numerics import compute_dtype, power_of_two_near, require_floating, safe_norm
+from .._numerics import (compute_dtype, power_of_two_near, require_floating, safe_norm,
+                         sqrt_or_zero)
 from ..activations._functional import isotropic_tanh
 from ..normalisers._functional import unit_vector
 
@@ -212,6 +213,28 @@ def attention_scores(query: Float[Array, "t d"], key: Float[Array, "s d"]) -> Fl
             / math.sqrt(query.shape[-1]))
 
 
+SATURATED = 1e4
+"""A score-vector norm beyond which isotropic tanh is 1 times the direction in float32
+and float64 alike, and its radial derivative sech² is 0."""
+
+
+def _scaled_scores(query, key):
+    """$(S, c)$ with $QK^T/\\sqrt{d_k} = c\\,S$ row by row: each query row and the keys
+    are divided by powers of two near their largest magnitudes (gradients stopped), so S
+    is bounded and c, the product of those powers, is exact; c is clamped to the dtype's
+    largest number. While c·S is finite it equals the plain scores bit for bit (scaling by
+    a power of two is exact), and where it would overflow, S still orders the keys.
+    Computed in float32 for half-precision inputs."""
+    require_floating(query, "attention", "query")
+    require_floating(key, "attention", "key")
+    work = compute_dtype(jnp.result_type(query, key))
+    q, k = query.astype(work), key.astype(work)
+    pq = jax.lax.stop_gradient(power_of_two_near(jnp.max(jnp.abs(q), axis=-1, keepdims=True)))
+    pk = jax.lax.stop_gradient(power_of_two_near(jnp.max(jnp.abs(k))))
+    s = jnp.einsum("td,sd->ts", q / pq, k / pk) / math.sqrt(query.shape[-1])
+    return s, jnp.minimum(pq * pk, jnp.finfo(work).max)
+
+
 def softmax_attention(query: Float[Array, "t d"], key: Float[Array, "s d"],
                       value: Float[Array, "s v"]) -> Float[Array, "t v"]:
     """Softmax attention $\\operatorname{softmax}(QK^T/\\sqrt{d_k})V$ (the baseline of
@@ -221,7 +244,12 @@ def softmax_attention(query: Float[Array, "t d"], key: Float[Array, "s d"],
     query and key features).
     """
     require_floating(value, "softmax_attention", "value")
-    w = jax.nn.softmax(attention_scores(query, key), axis=-1)
+    s, c = _scaled_scores(query, key)
+    # softmax of the scores c·s, shifted by their largest: c·(s − max s) is the shifted
+    # score exactly while it is finite, and −∞ (a weight of 0) where it overflows
+    z = c * (s - jax.lax.stop_gradient(jnp.max(s, axis=-1, keepdims=True)))
+    e = jnp.exp(z)
+    w = e / jnp.sum(e, axis=-1, keepdims=True)
     return jnp.einsum("ts,sv->tv", w.astype(value.dtype), value)
 
 
@@ -235,7 +263,13 @@ def isotropic_tanh_attention(query: Float[Array, "t d"], key: Float[Array, "s d"
     rotation of query and key features).
     """
     require_floating(value, "isotropic_tanh_attention", "value")
-    w = isotropic_tanh(attention_scores(query, key))
+    s, c = _scaled_scores(query, key)
+    # the scores c·s, except that a row whose norm exceeds SATURATED is scaled down to
+    # that norm along its direction: isotropic tanh is then tanh(·) = 1 times the same
+    # direction, and its derivative sech² underflows to 0 in either case
+    r = sqrt_or_zero(jnp.sum(s * s, axis=-1, keepdims=True))
+    big = c * r > SATURATED
+    w = isotropic_tanh(s * jnp.where(big, SATURATED / jnp.where(big, r, 1), c))
     return jnp.einsum("ts,sv->tv", w.astype(value.dtype), value)
 
 
