@@ -40,6 +40,14 @@ def check_bool(value, name: str, *, who: str | None = None) -> bool:
     return bool(value)
 
 
+def resolve_inference(module, inference) -> bool:
+    """The per-call `inference` flag of a module with an `inference` field: the call's
+    value, or the module's when the call passes None; checked to be a bool, naming the
+    module's class."""
+    value = module.inference if inference is None else inference
+    return check_bool(value, "inference", who=type(module).__name__)
+
+
 def check_int(value, name: str, *, who: str | None = None, minimum: int = 1) -> int:
     """`value` as a Python int when it is a Python or NumPy integer (not a bool) of at
     least `minimum`. Otherwise a `TypeError` (not an integer) or `ValueError` (too small)

@@ -37,7 +37,7 @@ from ...taxonomy import (
     signature,
     transport,
 )
-from ..._types import check_bool, check_float_dtype, check_int
+from ..._types import check_bool, check_float_dtype, check_int, resolve_inference
 from .._numerics import require_real
 from ..normalisers._checks import check_momentum
 from ..normalisers._stateful import _debias, _gaussian_batch
@@ -655,8 +655,7 @@ class InputMeanNorm(AbstractNormaliser, eqx.nn.StatefulLayer):
         if x.shape != (self.n,):
             raise ValueError(f"InputMeanNorm expects one unbatched input of shape "
                              f"({self.n},), got {x.shape}; batch with jax.vmap.")
-        inference = check_bool(self.inference if inference is None else inference, "inference",
-                               who=type(self).__name__)
+        inference = resolve_inference(self, inference)
         if inference:
             return input_mean_norm(x, self.running_mean(state)), state
         try:

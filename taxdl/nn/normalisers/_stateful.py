@@ -45,7 +45,7 @@ from ...taxonomy import (
 from .._numerics import (compute_dtype, one_minus_power, power_of_two_near, safe_norm,
                          sqrt_or_zero)
 from . import _functional as F
-from ..._types import IntLike, RealLike, check_bool, check_float_dtype
+from ..._types import IntLike, RealLike, check_bool, check_float_dtype, resolve_inference
 from ._checks import check_eps, check_input, check_momentum, check_n
 
 
@@ -194,8 +194,7 @@ class _AbstractDataNormaliser(AbstractNormaliser, eqx.nn.StatefulLayer):
         who = type(self).__name__
         with named_scope(f"taxdl.{who}"):
             check_input(x, self.n, who)
-            inference = check_bool(self.inference if inference is None else inference,
-                                   "inference", who=who)
+            inference = resolve_inference(self, inference)
             # computed in the compute dtype from one cast in to one cast out: the
             # gradient's paths through x and through the batch statistics are summed
             # there, so a half-precision gradient that overflows is ±inf, not inf − inf
@@ -400,8 +399,7 @@ class MagnitudeEMANorm(AbstractNormaliser, eqx.nn.StatefulLayer):
         overrides `self.inference`. **Returns:** `(y, new_state)`."""
         del key
         check_input(x, self.n, "MagnitudeEMANorm")
-        inference = check_bool(self.inference if inference is None else inference, "inference",
-                               who=type(self).__name__)
+        inference = resolve_inference(self, inference)
         d = x.dtype
         if inference:
             s = self.statistic(state)

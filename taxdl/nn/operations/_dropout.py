@@ -16,7 +16,7 @@ from jax import named_scope
 from jaxtyping import Array, Float, PRNGKeyArray
 
 from ..._types import (RealLike, as_real, check_bool, check_float_dtype, check_int,
-                       check_real)
+                       check_real, resolve_inference)
 from ...groups import (
     Affine,
     Diagonal,
@@ -120,8 +120,7 @@ class Dropout(AbstractOperation):
     def __call__(self, x: Float[Array, " n"], *, key: PRNGKeyArray | None = None,
                  inference: bool | None = None) -> Float[Array, " n"]:
         _check_x(x, "Dropout")
-        inference = check_bool(self.inference if inference is None else inference, "inference",
-                               who=type(self).__name__)
+        inference = resolve_inference(self, inference)
         if inference or self.rate == 0:
             return x
         _need_key(key, "Dropout")
@@ -172,8 +171,7 @@ class StochasticIsotropicDropout(AbstractOperation):
                  inference: bool | None = None, basis: Array | None = None
                  ) -> Float[Array, " n"]:
         _check_x(x, "StochasticIsotropicDropout")
-        inference = check_bool(self.inference if inference is None else inference, "inference",
-                               who=type(self).__name__)
+        inference = resolve_inference(self, inference)
         if inference or self.rate == 0:
             return x
         _need_key(key, "StochasticIsotropicDropout")
@@ -304,8 +302,7 @@ class CorrelatedIsotropicDropout(AbstractOperation, eqx.nn.StatefulLayer):
                  ) -> tuple[Float[Array, " n"], eqx.nn.State]:
         """**Returns:** `(y, new_state)`; the state advances one step per training call."""
         _check_x(x, "CorrelatedIsotropicDropout", self.n)
-        inference = check_bool(self.inference if inference is None else inference, "inference",
-                               who=type(self).__name__)
+        inference = resolve_inference(self, inference)
         if inference or self.rate == 0:
             return x, state
         _need_key(key, "CorrelatedIsotropicDropout")
