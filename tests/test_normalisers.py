@@ -767,6 +767,14 @@ def test_batch_statistics_name_a_bad_batch(x, error, match, library_checks_only)
             f(x)
 
 
+def test_isotropic_layer_norm_refuses_integer_inputs(library_checks_only):
+    """Computed in float32 and cast back to x's dtype, an integer x would come back
+    truncated: refused by name instead."""
+    w = jnp.ones((2, 3))
+    with pytest.raises(TypeError, match="isotropic_layer_norm: `x` must be a real floating"):
+        tf.isotropic_layer_norm(jnp.arange(3), w, w.T, jnp.zeros(3))
+
+
 def test_chi_statistics_of_a_half_precision_batch_do_not_overflow():
     """ρ = √(E‖x − μ‖²) of a float16 batch with entries ±60000 in 64 channels is
     60000·8 = 480000 (closed form: every centred row is ±60000 per channel), beyond
