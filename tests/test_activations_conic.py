@@ -403,9 +403,14 @@ def _fd_jacobian(ref, x, h):
 def test_default_eps_gradients_correct_at_huge_and_mixed_magnitudes(kind):
     """With ε > 0 the body's part of the Jacobian, −W'(ρ)ρ b bᵀ/(d‖b‖), has a coefficient
     of size 1/|x|², which underflows in float32 for |x| ≳ 1e19 (the Jacobian then lost
-    that term) and overflows for a body of size 1e-37 beside an axis value of size ε.
-    The float32 Jacobian must match central differences of the float64 reference."""
+    that term) and overflows for a body of size 1e-37 beside an axis value of size ε;
+    W'(ρ)/d and ρ/‖b‖ themselves flush to 0 for cone norms of ~1e37 and above, and a
+    quotient by d > 2¹²⁶ computed through its reciprocal is 0 (the differentiated
+    output then had the weight of ρ = 0). The float32 Jacobian and the output returned
+    with it must match the float64 reference (central differences for the Jacobian), up
+    to float32's largest components."""
     x = np.random.default_rng(11).normal(size=8)
+    x /= np.max(np.abs(x))
     if kind == "shared":
         x = x[:7]
     cfg = {"hard": dict(s=4, projection="hard"), "soft": dict(s=4, projection="soft"),
@@ -417,7 +422,7 @@ def test_default_eps_gradients_correct_at_huge_and_mixed_magnitudes(kind):
         ref = ft.partial(rcolu_np, s=4, projection="soft")
     else:
         f, ref = ft.partial(_call, cfg=cfg), ft.partial(_ref, cfg=cfg)
-    points = [x * scale for scale in (1e20, 1e30)]
+    points = [x * scale for scale in (1e20, 1e30, 1e37, 1e38, 2e38)]
     if kind in ("hard", "soft", "firm"):
         # axis values of size ~ε = 1e-7 (ρ in the ramp) with bodies of size 1e-37
         points.append(np.array([5e-8, 1e-37, -2e-37, 0.0, 3e-8, 0.0, 0.0, 1e-37]))
@@ -427,3 +432,7 @@ def test_default_eps_gradients_correct_at_huge_and_mixed_magnitudes(kind):
         want = _fd_jacobian(ref, p32, 1e-6 * np.max(np.abs(p32)))
         assert np.all(np.isfinite(jac))
         np.testing.assert_allclose(jac, want, rtol=1e-4, atol=1e-5)
+        y, _ = jax.vjp(f, jnp.asarray(p32, jnp.float32))
+        top = np.max(np.abs(p32))
+        np.testing.assert_allclose(np.asarray(y, np.float64) / top, ref(p32) / top,
+                                   rtol=1e-5, atol=1e-6)

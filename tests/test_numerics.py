@@ -1,4 +1,5 @@
-"""The shared numerical helpers: `materialise` is the identity in value and derivative."""
+"""The shared numerical helpers: `materialise` is the identity in value and derivative,
+powers of two are built exactly."""
 
 import equinox as eqx
 import jax
@@ -11,7 +12,7 @@ import taxdl.nn.functional as F
 from taxdl import optim
 from taxdl.testing import check
 from taxdl._types import check_int, check_real
-from taxdl.nn._numerics import materialise
+from taxdl.nn._numerics import _power_of_two_scale, exp2_int, materialise
 
 
 def test_materialise_is_the_identity_in_every_mode():
@@ -35,6 +36,24 @@ def test_materialise_keeps_its_loop_in_the_compiled_program():
     text = jax.jit(lambda x: materialise(jnp.exp(x)) + 1).lower(
         jnp.ones((64, 64))).compile().as_text()
     assert "while" in text
+
+
+@pytest.mark.parametrize("dtype", [jnp.float16, jnp.bfloat16, jnp.float32, jnp.float64])
+def test_powers_of_two_are_exact_over_the_normal_range(dtype):
+    """exp2_int(k) = 2**k for every normal exponent; the scale p of a magnitude m puts
+    m p in [1/2, 1) (1 at m = 0 and for non-finite m), clamped to normal p and 1/p."""
+    with jax.enable_x64(dtype == jnp.float64):
+        fi = jnp.finfo(dtype)
+        k = np.arange(int(fi.minexp), int(fi.maxexp))
+        got = np.asarray(jax.jit(exp2_int, static_argnums=1)(jnp.asarray(k), dtype),
+                         np.float64)
+        np.testing.assert_array_equal(got, 2.0 ** k.astype(np.float64))
+        m = np.asarray([0.0, 0.3, 1.0, 3.0, float(fi.max), float(fi.tiny), np.inf, np.nan])
+        p = np.asarray(jax.jit(_power_of_two_scale)(jnp.asarray(m, dtype)), np.float64)
+        mid = m[1:4] * p[1:4]
+        assert np.all((mid >= 0.5) & (mid < 1)), mid
+        assert p[0] == p[6] == p[7] == 1
+        assert np.isfinite(m[4] * p[4]) and 1 / p[5] >= float(fi.tiny)
 
 
 @pytest.mark.parametrize("value, kwargs, message", [

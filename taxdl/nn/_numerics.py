@@ -114,7 +114,18 @@ def _power_of_two_scale(m: Array) -> Array:
     fi = jnp.finfo(m.dtype)
     _, e = jnp.frexp(m)
     e = jnp.clip(e, int(fi.minexp) + 2, int(fi.maxexp) - 2)
-    return jnp.ldexp(jnp.ones_like(m), -e)
+    return exp2_int(-e, m.dtype)
+
+
+def exp2_int(k: Array, dtype) -> Array:
+    """$2^k$ in `dtype` for integers $k$ in the normal range (−126 … 127 in float32),
+    built from its exponent bits: no `power` operation, which XLA treats as expensive (it
+    will not fuse one into a consumer that reads its elements more than once) and
+    evaluates slowly."""
+    fi = jnp.finfo(dtype)
+    bits = {2: jnp.int16, 4: jnp.int32, 8: jnp.int64}[jnp.dtype(dtype).itemsize]
+    biased = (k + (int(fi.maxexp) - 1)).astype(bits)
+    return jax.lax.bitcast_convert_type(jax.lax.shift_left(biased, bits(fi.nmant)), dtype)
 
 
 def infinite_signs(x: Inexact[Array, "*b n"]) -> Inexact[Array, "*b n"]:

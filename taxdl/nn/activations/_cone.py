@@ -119,11 +119,29 @@ def _body_norm(body, cax, n):
     return m * jnp.sqrt(acc)
 
 
+UNIT = 2.0 ** -32  # see _quotient
+
+
+def _quotient(n, d, unit: float):
+    """n/d as (n/(d u)) u for the static power of two u = `unit` (≤ 1; 1 for a plain n/d).
+
+    XLA's CPU backend may divide by multiplying with the reciprocal 1/d, which is
+    subnormal, and flushed to 0, for d above 2¹²⁶ ≈ 8.5e37 in float32; 1/(d u) for
+    u = 2⁻³² stays normal up to the dtype's maximum. Exact (u is a power of two) unless
+    |n/d| > max·u, which gives ±∞, or d u underflows, which callers rule out (ε ≥ 2⁻⁶⁰,
+    or a result that is not used). A per-cone choice of scale would be exact everywhere
+    but makes XLA split the per-cone pass into several."""
+    return (n / (d * unit)) * unit if unit != 1 else n / d
+
+
 def _ratio(a, nb, eps):
-    """ρ = a/(‖b‖ + ε), d = ‖b‖ + ε; with ε = 0 and b = 0, ρ = ±∞ by the sign of a."""
+    """ρ = a/(‖b‖ + ε), d = ‖b‖ + ε; with ε = 0 and b = 0, ρ = ±∞ by the sign of a. For
+    ε ≥ 2⁻⁶⁰ (so that d u cannot underflow) the quotient is `_quotient`'s with u = UNIT: ρ
+    is exact, or ±∞ for |ρ| > 7.9e28 in float32, where every projection has W'(ρ) = 0
+    and W(ρ) = W(±∞)."""
     d = nb + eps
     if eps > 0:
-        return a / d, d
+        return _quotient(a, d, UNIT if eps >= 2.0 ** -60 else 1.0), d
     pos = d > 0
     rho = jnp.where(pos, a / jnp.where(pos, d, 1), jnp.where(a > 0, jnp.inf, -jnp.inf))
     return rho.astype(a.dtype), d
@@ -216,27 +234,48 @@ def _per_cone(compute, arrays, cax, count):
     return [_comps(stacked, cax, i) for i in range(count)]
 
 
-def _slopes(rho, d, dw, norm):
-    """Per cone c = W'(ρ)/d and κ = ρ/‖b‖, the coefficients of dw = c (da − κ ⟨b, db⟩)
-    (c = 0 where d = 0, κ = 0 where ‖b‖ = 0; an infinite ρ, from ε = 0 and b = 0, counts
-    as 0). The product cκ is never formed: it scales as 1/|x|² and underflows for
-    |x| ≳ 1e19 in float32, while c and κ scale as 1/|x|. κ is clamped to the largest
-    finite number, which it exceeds only for ‖b‖ ≲ 1e-38 and ρ > 4, where the term
-    κ ⟨b, db⟩ b it scales is below rounding (and 0·∞ would be NaN)."""
-    c = jnp.where(d > 0, dw / jnp.where(d > 0, d, 1), 0)
+def slope_scale(eps: float) -> float:
+    """The power of two K by which the derivative rules store the per-cone slopes scaled
+    up (and scale the bodies they multiply down): 2³² for ε ≥ 2⁻⁶⁰, else 1.
+
+    Unscaled, c = W'(ρ)/d and κ = ρ/‖b‖ are of size 1/|x| and flush to 0 in float32 for
+    cone norms of ~1e37 and above (dropping the tangent's body terms), and ⟨b, db⟩
+    overflows near float32's maximum; K c, K κ and b/K stay in range up to it (with
+    d ≥ ε ≥ 2⁻⁶⁰, K c ≤ 4K/ε ≈ 2e28). The price is at the other end: body components
+    below ~5e-29 (float32) are flushed to 0 in b/K, which drops terms of absolute size
+    below ~5e-29·W'(ρ)/ε from the Jacobian (the terms in b c)."""
+    return 2.0 ** 32 if eps >= 2.0 ** -60 else 1.0
+
+
+def _slopes(rho, d, dw, norm, scale: float = 1.0):
+    """Per cone K c = K W'(ρ)/d and K κ = K ρ/‖b‖ for the static power of two K = `scale`
+    (see `slope_scale`), the coefficients of dw = c (da − κ ⟨b, db⟩) (c = 0 where d = 0,
+    κ = 0 where ‖b‖ = 0; an infinite ρ counts as 0 (W'(±∞) = 0): from ε = 0 and b = 0,
+    or |ρ| > 7.9e28 in float32, see `_ratio`). The product cκ is never formed: it
+    scales as 1/|x|² and underflows for |x| ≳ 1e19 in float32, while c and κ scale as
+    1/|x|. K κ is clamped to the largest finite number, which it exceeds only where the
+    term κ ⟨b, db⟩ b it scales is below rounding (and 0·∞ would be NaN); κ ⟨b, db⟩ is at
+    most |ρ| ‖db‖, finite for cotangents below ~4e9 in float32."""
+    unit = UNIT if scale > 1 else 1.0
+    if scale > 1:  # d ≥ ε ≥ 2⁻⁶⁰: d u > 0
+        c = _quotient(dw * scale, d, unit)
+    else:
+        c = jnp.where(d > 0, dw / jnp.where(d > 0, d, 1), 0)
     big = float(jnp.finfo(rho.dtype).max)
-    kappa = jnp.clip(jnp.where(jnp.isfinite(rho), rho, 0) * inverse_or_zero(norm), -big, big)
-    return c, kappa
+    r = jnp.where(jnp.isfinite(rho), rho, 0) * scale
+    # ‖b‖ u = 0 leaves κ at 0: then b/K = 0 too, and the term κ multiplies vanishes
+    kappa = jnp.where(norm * unit > 0, _quotient(r, jnp.where(norm > 0, norm, 1), unit), 0)
+    return c, jnp.clip(kappa, -big, big)
 
 
-def _colu_primal(x, spec):
-    """The output and, per cone, w = W(ρ), c = W'(ρ)/d and κ = ρ/‖b‖ (so that
-    dw = c (da − κ ⟨b, db⟩); see `_slopes`)."""
+def _colu_primal(x, spec, scale: float = 1.0):
+    """The output and, per cone, w = W(ρ), K c = K W'(ρ)/d and K κ = K ρ/‖b‖ for the
+    static power of two K = `scale` (so that dw = c (da − κ ⟨b, db⟩); see `_slopes`)."""
     z, a, body, cax = _split(x, spec)
 
     def residuals(a, body, comp_axis):
         nb, rho, d, w, dw = _weights(_comps(a, comp_axis, 0), body, comp_axis, spec)
-        return [w, *_slopes(rho, d, dw, nb)]
+        return [w, *_slopes(rho, d, dw, nb, scale)]
 
     w, c, kappa = _per_cone(residuals, [jnp.expand_dims(a, cax), body], cax, 3)
     return _colu_output(x, spec, z, a, body, cax, w), (w, c, kappa)
@@ -269,11 +308,12 @@ def _homogeneous_scale(x, spec: ConeSpec):
     return x * jax.lax.stop_gradient(_power_of_two_scale(m))
 
 
-def _colu_tangent(x, spec, res, dx, x_rect=None):
+def _colu_tangent(x, spec, res, dx, x_rect=None, scale: float = 1.0):
     """The tangent map at x (linear in dx): dy_a = R'(a) da and, per cone,
     dy_b = w db + b c (da − κ ⟨b, db⟩), whose transpose (reverse mode) is
     ā = R'(a) v_a + c q and b̄ = w v_b − c κ q b with q = ⟨b, v_b⟩ (module docstring;
-    c κ is never formed, see `_slopes`).
+    c κ is never formed, see `_slopes`), written with b/K and the residuals K c, K κ
+    for the static power of two K = `scale` (`slope_scale`).
     `x_rect`: where to take the rectified axis's derivative R'(a) when `x` is a rescaled
     point (default `x`)."""
     x_rect = x if x_rect is None else x_rect
@@ -287,6 +327,7 @@ def _colu_tangent(x, spec, res, dx, x_rect=None):
         dz = dx.reshape(z.shape)
         head = lax.broadcasted_iota(jnp.int32, z.shape, cax) == 0
         _, dr = _rect(x_rect.reshape(z.shape), spec.rectify)
+        z = z * (1 / scale)
         da = jnp.sum(jnp.where(head, dz, 0), axis=cax, keepdims=True)
         qt = jnp.sum(jnp.where(head, 0, dz) * z, axis=cax, keepdims=True)
         coef = c * (da - kappa * qt)
@@ -299,7 +340,7 @@ def _colu_tangent(x, spec, res, dx, x_rect=None):
     da = lax.slice_in_dim(dx, 0, head, axis=ax)
     drest = lax.slice_in_dim(dx, head, x.shape[ax], axis=ax)
     bshape = x.shape[:ax] + (spec.num_cones, n) + x.shape[ax + 1:]
-    body, dbody = rest.reshape(bshape), drest.reshape(bshape)
+    body, dbody = rest.reshape(bshape) * (1 / scale), drest.reshape(bshape)
     _, dr = _rect(lax.slice_in_dim(x_rect, 0, head, axis=ax), spec.rectify)
     qt = jnp.sum(dbody * body, axis=cax, keepdims=True)
     coef = c * (jnp.expand_dims(da, cax) - kappa * qt)
@@ -319,8 +360,9 @@ def _colu_jvp(spec, primals, tangents):
         z, a, body, cax = _split(x, spec)
         y = _colu_output(x, spec, z, a, body, cax, res[0])
         return y, _colu_tangent(xs, spec, res, dx, x_rect=x)
-    y, res = _colu_primal(x, spec)
-    return y, _colu_tangent(x, spec, res, dx)
+    scale = slope_scale(spec.eps)
+    y, res = _colu_primal(x, spec, scale)
+    return y, _colu_tangent(x, spec, res, dx, scale=scale)
 
 
 # ====================================================================== RCoLU (eq 5)
@@ -362,13 +404,16 @@ def rcolu_kernel(x, spec: ConeSpec):
 def _rcolu_tangent(x, spec, dx):
     """y_k = μ + w (x_k − μ) gives dy_k = (1 − w) dμ + w dx_k + r_k dw with
     dw = c (√S dμ − κ ⟨r, dx⟩) (c = W'(ρ)/d, κ = ρ/‖r‖; ⟨r, 1⟩ = 0), written so that
-    its automatic transpose has no short-axis reductions (see the module docstring)."""
+    its automatic transpose has no short-axis reductions (see the module docstring).
+    For ε > 0 it is written with r/K and the residuals K c, K κ (`slope_scale`)."""
     z, cax, mu, r, *_ = _rcolu_scalars(x, spec)  # the per-cone weights go unused here
     s = spec.cone_dim
+    scale = slope_scale(spec.eps)
+    r = r * (1 / scale)
 
     def residuals(z, comp_axis):
         _, _, nr, rho, d, w, dw = _rcolu_weights(z, comp_axis, spec)
-        return [w, *_slopes(rho, d, dw, nr)]
+        return [w, *_slopes(rho, d, dw, nr, scale)]
 
     w, c, kappa = (jnp.expand_dims(t, cax) for t in _per_cone(residuals, [z], cax, 3))
     dz = dx.reshape(z.shape)
