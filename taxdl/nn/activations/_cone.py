@@ -134,12 +134,17 @@ def _quotient(n, d, unit: float):
     return (n / (d * unit)) * unit if unit != 1 else n / d
 
 
-def _ratio(a, nb, eps):
+def _ratio(a, nb, eps, value_only: bool = False):
     """ρ = a/(‖b‖ + ε), d = ‖b‖ + ε; with ε = 0 and b = 0, ρ = ±∞ by the sign of a. For
     ε ≥ 2⁻⁶⁰ (so that d u cannot underflow) the quotient is `_quotient`'s with u = UNIT: ρ
     is exact, or ±∞ for |ρ| > 7.9e28 in float32, where every projection has W'(ρ) = 0
-    and W(ρ) = W(±∞)."""
+    and W(ρ) = W(±∞). With `value_only` (the weight only multiplies the body, so its
+    value at a zero body does not matter) and ε = 0, ρ = a/max(d, tiny): the same weight
+    wherever the body is not zero, written without the selects that XLA would repeat for
+    every output element."""
     d = nb + eps
+    if eps == 0 and value_only:
+        return a / jnp.maximum(d, float(jnp.finfo(d.dtype).tiny)), d
     if eps > 0:
         return _quotient(a, d, UNIT if eps >= 2.0 ** -60 else 1.0), d
     pos = d > 0
@@ -165,18 +170,19 @@ def _split(x, spec: ConeSpec):
     return None, a, body, ax + 1
 
 
-def _weights(a, body, cax, spec: ConeSpec):
+def _weights(a, body, cax, spec: ConeSpec, value_only: bool = False):
     """Per cone ‖b‖, ρ, d, w = W(ρ) and W'(ρ) from axis values `a` and bodies `body`
-    (component axis `cax`); `a` of a shared axis broadcasts over the cones."""
+    (component axis `cax`); `a` of a shared axis broadcasts over the cones. `value_only`:
+    see `_ratio`."""
     nb = _body_norm(body, cax, spec.cone_dim - 1)
-    rho, d = _ratio(a, nb, spec.eps)
+    rho, d = _ratio(a, nb, spec.eps, value_only)
     w, dw = _weight(rho, spec.projection)
     return nb, rho, d, w, dw
 
 
 def _cone_scalars(x, spec: ConeSpec):
     z, a, body, cax = _split(x, spec)
-    return (z, a, body, cax, *_weights(a, body, cax, spec))
+    return (z, a, body, cax, *_weights(a, body, cax, spec, value_only=True))
 
 
 def _colu_output(x, spec, z, a, body, cax, w):
@@ -366,7 +372,7 @@ def _colu_jvp(spec, primals, tangents):
 
 
 # ====================================================================== RCoLU (eq 5)
-def _rcolu_weights(z, cax, spec: ConeSpec):
+def _rcolu_weights(z, cax, spec: ConeSpec, value_only: bool = False):
     """Per cone (components along `cax`): the mean μ, the residual r = z − μ, ‖r‖, ρ, d,
     w = W(ρ) and W'(ρ)."""
     s = spec.cone_dim
@@ -376,7 +382,7 @@ def _rcolu_weights(z, cax, spec: ConeSpec):
     r = z - jnp.expand_dims(mu, cax)
     nr = _body_norm(r, cax, s)
     a = mu * jnp.sqrt(jnp.asarray(s, z.dtype))  # x·e
-    rho, d = _ratio(a, nr, spec.eps)
+    rho, d = _ratio(a, nr, spec.eps, value_only)
     w, dw = _weight(rho, spec.projection)
     return mu, r, nr, rho, d, w, dw
 
@@ -385,7 +391,7 @@ def _rcolu_scalars(x, spec: ConeSpec):
     ax, g, s = spec.axis, spec.num_cones, spec.cone_dim
     z = x.reshape(x.shape[:ax] + (g, s) + x.shape[ax + 1:])
     cax = ax + 1
-    return (z, cax, *_rcolu_weights(z, cax, spec))
+    return (z, cax, *_rcolu_weights(z, cax, spec, value_only=True))
 
 
 def _rcolu_impl(x, spec):
