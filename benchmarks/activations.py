@@ -65,6 +65,7 @@ CANDIDATES = {
     "colu hard S=4": ft.partial(F.colu, cone_dim=4),
     "colu soft S=4": ft.partial(F.colu, cone_dim=4, projection="soft"),
     "colu firm S=4": ft.partial(F.colu, cone_dim=4, projection="firm"),
+    "colu hard S=4 eps=0": ft.partial(F.colu, cone_dim=4, eps=0.0),
     "colu hard S=4 axes_first": ft.partial(F.colu, cone_dim=4, layout="axes_first"),
     "colu soft S=4 shared": ft.partial(F.colu, cone_dim=4, projection="soft",
                                        shared_axis=True),
