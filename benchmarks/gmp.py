@@ -63,7 +63,8 @@ def main(argv=None):
         args.repeats)
     print(f"forward+backward, {n} → {n}, batch {b} (best of {args.repeats} rounds)")
     print(f"  eqx.nn.Linear            {1e3 * t_lin:8.2f} ms   1.00×")
-    print(f"  taxdl.nn.GmPLinear       {1e3 * t_gmp:8.2f} ms   {t_gmp / t_lin:.2f}×   (target ≤ 1.5×)")
+    print(f"  taxdl.nn.GmPLinear       {1e3 * t_gmp:8.2f} ms   "
+          f"{t_gmp / t_lin:.2f}×   (target ≤ 1.5×)")
     print(f"  GmP via jnp.cumprod      {1e3 * t_naive:8.2f} ms   {t_naive / t_lin:.2f}×")
     return t_gmp / t_lin
 

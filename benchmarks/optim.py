@@ -63,8 +63,10 @@ def main(argv=None):
     print(f"one optimiser step on {d / 1e6:.1f}M parameters (best of {args.repeats} "
           "interleaved rounds)")
     print(f"  optax.adam               {1e3 * t_adam:8.2f} ms   1.00×")
-    print(f"  taxdl.optim.adasgd       {1e3 * t_ada:8.2f} ms   {t_ada / t_adam:.2f}×   (target ≤ 0.8×)")
-    print(f"  optax.sgd (momentum)     {1e3 * t_sgd:8.2f} ms   {t_sgd / t_adam:.2f}×   (lower bound)")
+    print(f"  taxdl.optim.adasgd       {1e3 * t_ada:8.2f} ms   "
+          f"{t_ada / t_adam:.2f}×   (target ≤ 0.8×)")
+    print(f"  optax.sgd (momentum)     {1e3 * t_sgd:8.2f} ms   "
+          f"{t_sgd / t_adam:.2f}×   (lower bound)")
     return t_ada / t_adam
 
 

@@ -436,3 +436,19 @@ def test_default_eps_gradients_correct_at_huge_and_mixed_magnitudes(kind):
         top = np.max(np.abs(p32))
         np.testing.assert_allclose(np.asarray(y, np.float64) / top, ref(p32) / top,
                                    rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("projection", ["hard", "soft", "firm"])
+def test_default_eps_weight_saturates_exactly_for_huge_ratios(projection):
+    """An axis value far beyond ε beside a tiny body (ρ ≈ ±1e37, which the kernel's
+    quotient in units of 2³² reports as ±∞): the weight is exactly W(±∞) ∈ {1, 0}, so
+    the body passes through or vanishes, and the Jacobian is the closed form
+    diag(1, I, 1, 0) (W' = 0 there)."""
+    x = np.array([3e30, 1e-10, 2e-10, 0.0, -3e30, 1e-10, 0.0, 0.0], np.float32)
+    f = ft.partial(F.colu, cone_dim=4, projection=projection)
+    y = np.asarray(jax.jit(f)(jnp.asarray(x)))
+    np.testing.assert_array_equal(y, colu_np(x.astype(np.float64), 4, projection)
+                                  .astype(np.float32))
+    np.testing.assert_array_equal(y, x * np.array([1, 1, 1, 1, 1, 0, 0, 0], np.float32))
+    jac = np.asarray(jax.jacrev(f)(jnp.asarray(x)))
+    np.testing.assert_array_equal(jac, np.diag([1.0, 1, 1, 1, 1, 0, 0, 0]))
