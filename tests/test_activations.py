@@ -442,3 +442,22 @@ def test_isotropic_takes_a_sigma_holding_arrays():
     y = F.isotropic(jnp.asarray(x, jnp.float32), Scaled(jnp.asarray(2.0)))
     np.testing.assert_allclose(np.asarray(y), _radial_np(x, lambda r: np.tanh(2 * r)),
                                rtol=1e-5, atol=1e-6)
+
+
+def test_user_sigma_where_the_norm_overflows_is_taken_at_the_largest_float():
+    """A bounded σ written as a formula (σ(r) = r/(1 + r), which is NaN at r = ∞) where
+    ‖x‖ overflows float32 (finite components of 3e38, or an infinite one): σ is taken at
+    the largest finite number, i.e. at its limit 1, so f(x) = x̂ as in float64 (where the
+    norm does not overflow); the complex U(n) form, whose σ acts on ‖x‖², alike."""
+    sigma = lambda r: r / (1 + r)  # noqa: E731
+    x = np.array([[3e38, 3e38, 0.0], [1e38, -3e38, 2e38], [np.inf, 1.0, 0.0]])
+    y = np.asarray(jax.jit(F.isotropic, static_argnums=1)(jnp.asarray(x, jnp.float32), sigma),
+                   np.float64)
+    want = _radial_np(x[:2], sigma)
+    np.testing.assert_allclose(y[:2], want, rtol=1e-6)
+    np.testing.assert_allclose(y[2], [1.0, 0.0, 0.0], rtol=1e-6)
+    z = np.array([[3e19, 3e19j], [1e30j, -2e30]], np.complex64)
+    yz = np.asarray(F.unitary_isotropic(jnp.asarray(z), sigma=sigma), np.complex128)
+    unit = z.astype(np.complex128) / np.linalg.norm(z.astype(np.complex128), axis=-1,
+                                                    keepdims=True)
+    np.testing.assert_allclose(yz, unit, rtol=1e-6)

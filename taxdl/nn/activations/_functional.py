@@ -539,7 +539,9 @@ def trainable_direction(x: Float[Array, "*b n"], directions: Float[Array | np.nd
 
 # ============================================================================ complex & others
 def _sigma_of_square(r, sigma):
-    return sigma(r * r)
+    # r² overflows for r ≳ 1.8e19 in float32: σ then sees the largest finite number (see
+    # `callable_profile`), not ∞
+    return sigma(jnp.minimum(r * r, float(jnp.finfo(jnp.result_type(r)).max)))
 
 
 def unitary_isotropic(x: Complex[Array, "*b n"], sigma: Callable | None = None

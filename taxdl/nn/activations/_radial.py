@@ -259,9 +259,11 @@ def callable_profile(r, sigma: Callable):
     above (so that a bounded σ gives σ(r) x̂ at any magnitude, where σ(r)/r would be
     flushed to 0). At r = 0, A and σ' are the slope σ'(0⁺), taken as σ(h)/h at h = the
     dtype's ε (exact to O(ε) for smooth σ, and finite where autodiff at 0 is not, e.g.
-    σ(r) = tanh √(r²))."""
+    σ(r) = tanh √(r²)). Where ‖x‖ overflows (r = ∞) σ is evaluated at the dtype's
+    largest finite number, which for a bounded σ is its limit to rounding (σ(∞) itself is
+    NaN for many σ written as formulas, e.g. r/(1 + r))."""
     ones = jnp.ones_like(r)
-    s, ds = jax.jvp(sigma, (r,), (ones,))
+    s, ds = jax.jvp(sigma, (jnp.minimum(r, float(jnp.finfo(r.dtype).max)),), (ones,))
     h = jnp.full_like(r, float(jnp.finfo(r.dtype).eps))
     d0 = sigma(h) / h
     positive = r > 0
