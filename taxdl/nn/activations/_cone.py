@@ -122,6 +122,12 @@ def _body_norm(body, cax, n):
 UNIT = 2.0 ** -32  # see _quotient
 
 
+def _unit(eps: float) -> float:
+    """The unit u of `_quotient` for a cone's ε: UNIT for ε ≥ 2⁻⁶⁰ (then d u ≥ ε u cannot
+    underflow), else 1 (a plain quotient). The slopes' scale is K = 1/u (`slope_scale`)."""
+    return UNIT if eps >= 2.0 ** -60 else 1.0
+
+
 def _quotient(n, d, unit: float):
     """n/d as (n/(d u)) u for the static power of two u = `unit` (≤ 1; 1 for a plain n/d).
 
@@ -146,7 +152,7 @@ def _ratio(a, nb, eps, value_only: bool = False):
     if eps == 0 and value_only:
         return a / jnp.maximum(d, float(jnp.finfo(d.dtype).tiny)), d
     if eps > 0:
-        return _quotient(a, d, UNIT if eps >= 2.0 ** -60 else 1.0), d
+        return _quotient(a, d, _unit(eps)), d
     pos = d > 0
     rho = jnp.where(pos, a / jnp.where(pos, d, 1), jnp.where(a > 0, jnp.inf, -jnp.inf))
     return rho.astype(a.dtype), d
@@ -250,7 +256,7 @@ def slope_scale(eps: float) -> float:
     d ≥ ε ≥ 2⁻⁶⁰, K c ≤ 4K/ε ≈ 2e28). The price is at the other end: body components
     below ~5e-29 (float32) are flushed to 0 in b/K, which drops terms of absolute size
     below ~5e-29·W'(ρ)/ε from the Jacobian (the terms in b c)."""
-    return 2.0 ** 32 if eps >= 2.0 ** -60 else 1.0
+    return 1 / _unit(eps)
 
 
 def _slopes(rho, d, dw, norm, scale: float = 1.0):
@@ -262,8 +268,8 @@ def _slopes(rho, d, dw, norm, scale: float = 1.0):
     1/|x|. K κ is clamped to the largest finite number, which it exceeds only where the
     term κ ⟨b, db⟩ b it scales is below rounding (and 0·∞ would be NaN); κ ⟨b, db⟩ is at
     most |ρ| ‖db‖, finite for cotangents below ~4e9 in float32."""
-    unit = UNIT if scale > 1 else 1.0
-    if scale > 1:  # d ≥ ε ≥ 2⁻⁶⁰: d u > 0
+    unit = 1 / scale
+    if unit != 1:  # d ≥ ε ≥ 2⁻⁶⁰: d u > 0
         c = _quotient(dw * scale, d, unit)
     else:
         c = jnp.where(d > 0, dw / jnp.where(d > 0, d, 1), 0)
