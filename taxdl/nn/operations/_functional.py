@@ -6,6 +6,7 @@ involved (the inputs are rescaled by their largest entry, under which the formul
 invariant) and free of NaN values and gradients at the zero vector and at x·n = 0.
 """
 
+import functools as ft
 import math
 
 import jax
@@ -23,23 +24,69 @@ def _ray_terms(x, n):
     """The pieces of $\\|n\\|^2/(x\\cdot n)$ computed without overflow or underflow.
 
     x and n are divided by powers of two $s_x$, $s_n$ near their largest magnitudes
-    (gradients stopped; a power of two, as XLA's CPU backend divides by multiplying with
-    a reciprocal that is flushed to 0 beyond 2¹²⁶ in float32), so
+    (a power of two, as XLA's CPU backend divides by multiplying with a reciprocal that
+    is flushed to 0 beyond 2¹²⁶ in float32), so
     $\\|n\\|^2/(x\\cdot n) = (s_n/s_x)\\,\\|n'\\|^2/(x'\\cdot n')$ with $\\|n'\\|^2 ∈ [1/4, k]$;
     $x'\\cdot n'$ is then only tiny when x and n are (numerically) orthogonal, and a dot
     below $\\sqrt{\\text{tiny}}$ — far below its own rounding error — counts as 0 (the
-    identity case of eqs 55–56), which keeps $1/(x'\\cdot n')^2$ finite in the gradient.
-    Computed in `compute_dtype` (float32 for half precisions, whose smallest normal
-    number would put the threshold at ~8e-3). Returns (d', nn', s_n/s_x, orthogonal)."""
-    work = compute_dtype(x.dtype)
-    x, n = x.astype(work), n.astype(work)
-    sx = jax.lax.stop_gradient(power_of_two_near(jnp.max(jnp.abs(x), axis=-1, keepdims=True)))
-    sn = jax.lax.stop_gradient(power_of_two_near(jnp.max(jnp.abs(n), axis=-1, keepdims=True)))
+    identity case of eqs 55–56), which keeps $1/(x'\\cdot n')^2$ finite in the derivative.
+    Returns (x', n', d' = x'·n', nn' = ‖n'‖², s_n/s_x, orthogonal)."""
+    sx, sn = (jax.lax.stop_gradient(power_of_two_near(jnp.max(jnp.abs(v), axis=-1,
+                                                               keepdims=True))) for v in (x, n))
     xs, ns = x / sx, n / sn
     d = jnp.sum(xs * ns, axis=-1, keepdims=True)
     nn = jnp.sum(ns * ns, axis=-1, keepdims=True)
     orthogonal = jnp.abs(d) <= math.sqrt(float(jnp.finfo(x.dtype).tiny))
-    return d, nn, sn / sx, orthogonal
+    return xs, ns, d, nn, sn / sx, orthogonal
+
+
+def _ray_factor(x, n, side: str):
+    """The factor F of eq 55 (`side="min"`) or eq 56 (`"max"`), $y = F x$, with the
+    scaled pieces of `_ray_terms`, $q = \\|n'\\|^2/(x'\\cdot n')$ (so that
+    $F = (s_n/s_x)\\,q$ where the point moves) and where F varies with x and n."""
+    xs, ns, d, nn, ratio, orthogonal = _ray_terms(x, n)
+    if side == "min":   # beyond the hyperplane x·n = ‖n‖²: moved onto it
+        active = ~orthogonal & (d > 0) & (d > ratio * nn)
+        q = _safe_ratio(nn, d, active)
+        factor = jnp.where(active, ratio * q, 1)
+    else:               # on the origin's side: mapped onto it, F clipped to the max
+        move = ~orthogonal & (d < ratio * nn)
+        q = _safe_ratio(nn, d, move)
+        big = float(jnp.finfo(d.dtype).max)
+        active = move & (jnp.abs(ratio * q) < big)
+        factor = jnp.where(move, jnp.clip(ratio * q, -big, big), 1)
+    return factor, q, xs, ns, d, nn, active
+
+
+@ft.partial(jax.custom_jvp, nondiff_argnums=(2,))
+def _ray_map(x, n, side: str):
+    """$F(x, n)\\,x$ for `_ray_factor`'s F (x and n of one real dtype)."""
+    return _ray_factor(x, n, side)[0] * x
+
+
+@_ray_map.defjvp
+def _ray_map_jvp(side, primals, tangents):
+    """With $a = 2n'/\\|n'\\|^2 - x'/(x'\\cdot n')$ and $b = n'/(x'\\cdot n')$,
+    $dF\\,x = \\big(q\\,a\\cdot dn - F\\,b\\cdot dx\\big)\\,x'$: the powers of two cancel
+    ($x = s_x x'$, $F = (s_n/s_x)\\,q$), so every factor is of the size of F and q and the
+    reverse mode sums $\\bar y\\cdot x'$, not $\\bar y\\cdot x$ (which overflows for x
+    within a factor of ~10 of the dtype's largest number, where the derivative is O(1))."""
+    (x, n), (dx, dn) = primals, tangents
+    factor, q, xs, ns, d, nn, active = _ray_factor(x, n, side)
+    inv_d = _safe_ratio(1, d, active)
+    inv_nn = _safe_ratio(1, nn, active)
+    along_x = jnp.sum(ns * dx, axis=-1, keepdims=True)
+    along_n = 2 * inv_nn * jnp.sum(ns * dn, axis=-1, keepdims=True) - inv_d * jnp.sum(
+        xs * dn, axis=-1, keepdims=True)
+    slope = jnp.where(active, q * along_n - factor * inv_d * along_x, 0)
+    return factor * x, factor * dx + slope * xs
+
+
+def _ray_operation(x, n, side: str):
+    """Eq 55 or 56 computed in `compute_dtype` (float32 for half precisions, whose
+    smallest normal number would put the orthogonality threshold at ~8e-3)."""
+    work = compute_dtype(x.dtype)
+    return _ray_map(x.astype(work), n.astype(work), side).astype(x.dtype)
 
 
 def require_pair(x, n, who: str) -> None:
@@ -71,10 +118,7 @@ def isotropic_min(x: Float[Array, "*b n"], n: Float[Array, "*#b n"]) -> Float[Ar
     **Symmetry:** $f(Rx, Rn) = R f(x, n)$ for every $R ∈ O(n)$ (and for scalings).
     """
     require_pair(x, n, "isotropic_min")
-    d, nn, ratio, orthogonal = _ray_terms(x, n)
-    clip = ~orthogonal & (d > 0) & (d > ratio * nn)   # beyond the hyperplane
-    factor = jnp.where(clip, ratio * _safe_ratio(nn, d, clip), 1)
-    return (factor * x.astype(factor.dtype)).astype(x.dtype)
+    return _ray_operation(x, n, "min")
 
 
 def isotropic_max(x: Float[Array, "*b n"], n: Float[Array, "*#b n"]) -> Float[Array, "*b n"]:
@@ -91,11 +135,7 @@ def isotropic_max(x: Float[Array, "*b n"], n: Float[Array, "*#b n"]) -> Float[Ar
     **Symmetry:** $f(Rx, Rn) = R f(x, n)$ for every $R ∈ O(n)$ (and for scalings).
     """
     require_pair(x, n, "isotropic_max")
-    d, nn, ratio, orthogonal = _ray_terms(x, n)
-    move = ~orthogonal & (d < ratio * nn)
-    big = jnp.finfo(d.dtype).max
-    factor = jnp.where(move, jnp.clip(ratio * _safe_ratio(nn, d, move), -big, big), 1)
-    return (factor * x.astype(factor.dtype)).astype(x.dtype)
+    return _ray_operation(x, n, "max")
 
 
 def isotropic_multiply(x: Float[Array, "*b n"], n: Float[Array, "*#b n"]
