@@ -14,10 +14,9 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float
 
 from ..._types import check_real
-from .._numerics import (compute_dtype, power_of_two_near, require_floating, safe_norm,
-                         sqrt_or_zero)
+from .._numerics import (compute_dtype, exp2_int, inverse_or_zero, power_of_two_near,
+                         require_floating, sqrt_or_zero, unit_and_norm)
 from ..activations._functional import isotropic_tanh
-from ..normalisers._functional import unit_vector
 
 
 def _ray_terms(x, n):
@@ -148,12 +147,59 @@ def isotropic_multiply(x: Float[Array, "*b n"], n: Float[Array, "*#b n"]
     **Symmetry:** $f(Rx, Rn) = R f(x, n)$ for every $R ∈ O(n)$.
     """
     require_pair(x, n, "isotropic_multiply")
-    u = unit_vector(n)
-    r = safe_norm(n, keepdims=True)
-    proj = jnp.sum(x * u, axis=-1, keepdims=True)
+    work = compute_dtype(x.dtype)
+    return _multiply(x.astype(work), n.astype(work)).astype(x.dtype)
+
+
+def _multiply_terms(x, n):
+    """n̂, ‖n‖, $x' = x/s$ for a power of two $s$ near max|x| (gradient stopped) and
+    $p' = x'\\cdot\\hat n$, so that $x\\cdot\\hat n = s\\,p'$ without a sum over x."""
+    u, r = unit_and_norm(n)
+    s = jax.lax.stop_gradient(power_of_two_near(jnp.max(jnp.abs(x), axis=-1, keepdims=True)))
+    xs = x / s
+    return u, r[..., None], s, xs, jnp.sum(xs * u, axis=-1, keepdims=True)
+
+
+@jax.custom_jvp
+def _multiply(x, n):
+    u, r, s, _, ps = _multiply_terms(x, n)
     # (‖n‖ − 1)(x·n̂) can overflow where each factor does not: multiplied in last, it
     # gives ±∞ only along n̂ (an overflow of the true value), never ∞·0 off it
-    return (x + (r - 1) * (proj * u)).astype(x.dtype)
+    return x + (r - 1) * ((ps * u) * s)
+
+
+@_multiply.defjvp
+def _multiply_jvp(primals, tangents):
+    """$dy = dx + (r - 1)(\\hat n\\cdot dx)\\hat n + s\\,B(dn)$ with, for $w = \\hat n\\cdot dn$
+    and $c = 1 - 1/r$ (r = ‖n‖), $B(dn) = \\big(w p' + c\\,(x'\\cdot dn - 2p'w)\\big)\\hat n
+    + c\\,p'\\,dn$: the derivative of $(r - 1)(x\\cdot\\hat n)\\hat n$ in n, of size ‖x‖.
+
+    The power of two s is applied as $s_a s_b$ (each about √s), $s_a$ to dn before B and
+    $s_b$ after it, so that neither forward mode (scaling at the end) nor reverse mode
+    (whose transpose scales at the start) forms a sum of terms of size ‖x‖, which
+    overflows for x within a factor of ~10 of the dtype's largest number (NaN where the
+    derivative is finite): the last multiplication overflows only if the result does.
+    At n = 0, 1/r is taken as 0 (the direction is undefined there)."""
+    (x, n), (dx, dn) = primals, tangents
+    u, r, s, xs, ps = _multiply_terms(x, n)
+    y = x + (r - 1) * ((ps * u) * s)
+    sa, sb = _split_power_of_two(s)
+    dns = dn * sa
+    w = jnp.sum(u * dns, axis=-1, keepdims=True)
+    t = jnp.sum(xs * dns, axis=-1, keepdims=True)
+    c = 1 - inverse_or_zero(r)
+    bend = (w * ps + c * (t - 2 * ps * w)) * u + (c * ps) * dns
+    dy = dx + (r - 1) * (jnp.sum(u * dx, axis=-1, keepdims=True) * u) + bend * sb
+    return y, dy
+
+
+def _split_power_of_two(s):
+    """Powers of two $(s_a, s_b)$ with $s_a s_b = s$ and each about √s, for a power of
+    two s (an exact, normal number)."""
+    _, e = jnp.frexp(s)          # s = 2^(e − 1)
+    k = e - 1
+    ka = k // 2
+    return exp2_int(ka, s.dtype), exp2_int(k - ka, s.dtype)
 
 
 def elementwise_min(x: Float[Array, "*b n"], n: Float[Array, "*#b n"]) -> Float[Array, "*b n"]:
