@@ -425,6 +425,31 @@ def test_isotropic_multiply_derivatives_match_eq_58_up_to_the_largest_float32():
     assert overflowed > 0   # the ±∞ case is covered
 
 
+def test_binary_operations_rows_do_not_depend_on_the_batch():
+    """Ordinary rows take plain sums; a batch with a row beyond [2⁻⁴⁰, 2⁴⁰] in squared
+    norm (or a zero row) takes the rescaled path for it. Each row's value and gradient
+    are the same bit for bit whether it is alone or beside such rows, and match eqs
+    55, 56 and 58 in float64."""
+    r = rng(33)
+    x = r.normal(size=(5, 6)) * np.array([1, 1e30, 1e-30, 0, 1])[:, None]
+    n = r.normal(size=(5, 6)) * np.array([1, 1, 1e25, 1, 0])[:, None]
+    x32, n32 = jnp.asarray(x, jnp.float32), jnp.asarray(n, jnp.float32)
+    for f, ref in ((tf.isotropic_min, np_iso_min), (tf.isotropic_max, np_iso_max),
+                   (tf.isotropic_multiply, np_iso_mul)):
+        def grad(a, b, f=f):
+            return jax.grad(lambda a, b: jnp.sum(jnp.tanh(f(a, b) * 1e-3)), argnums=(0, 1))(a, b)
+        batch, gx, gn = f(x32, n32), *grad(x32, n32)
+        for i in range(5):
+            np.testing.assert_array_equal(f(x32[i:i + 1], n32[i:i + 1])[0], batch[i])
+            hx, hn = grad(x32[i:i + 1], n32[i:i + 1])
+            np.testing.assert_array_equal(hx[0], gx[i])
+            np.testing.assert_array_equal(hn[0], gn[i])
+            xd, nd = np.asarray(x32[i], np.float64), np.asarray(n32[i], np.float64)
+            expect = ref(xd, nd) if f is not tf.isotropic_multiply or nd.any() else xd
+            np.testing.assert_allclose(batch[i], expect, rtol=2e-5,
+                                       atol=1e-6 * np.abs(expect).max())
+
+
 @pytest.mark.parametrize("dtype", [jnp.float16, jnp.bfloat16])
 def test_rotated_dropouts_compute_half_precision_in_float32(dtype):
     """Entries of 3e4 in float16: rotating in float16 overflows B x and rotating back

@@ -14,71 +14,108 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float
 
 from ..._types import check_real
-from .._numerics import (compute_dtype, exp2_int, inverse_or_zero, power_of_two_near,
-                         require_floating, sqrt_or_zero, unit_and_norm)
+from .._numerics import (_power_of_two_scale, compute_dtype, exp2_int, inverse_or_zero,
+                         power_of_two_near, require_floating, sqrt_or_zero)
 from ..activations._functional import isotropic_tanh
 
 
-def _ray_terms(x, n):
-    """The pieces of $\\|n\\|^2/(x\\cdot n)$ computed without overflow or underflow.
-
-    x and n are divided by powers of two $s_x$, $s_n$ near their largest magnitudes
-    (a power of two, as XLA's CPU backend divides by multiplying with a reciprocal that
-    is flushed to 0 beyond 2¹²⁶ in float32), so
-    $\\|n\\|^2/(x\\cdot n) = (s_n/s_x)\\,\\|n'\\|^2/(x'\\cdot n')$ with $\\|n'\\|^2 ∈ [1/4, k]$;
-    $x'\\cdot n'$ is then only tiny when x and n are (numerically) orthogonal, and a dot
-    below $\\sqrt{\\text{tiny}}$ — far below its own rounding error — counts as 0 (the
-    identity case of eqs 55–56), which keeps $1/(x'\\cdot n')^2$ finite in the derivative.
-    Returns (x', n', d' = x'·n', nn' = ‖n'‖², s_n/s_x, orthogonal)."""
-    sx, sn = (jax.lax.stop_gradient(power_of_two_near(jnp.max(jnp.abs(v), axis=-1,
-                                                               keepdims=True))) for v in (x, n))
-    xs, ns = x / sx, n / sn
-    d = jnp.sum(xs * ns, axis=-1, keepdims=True)
-    nn = jnp.sum(ns * ns, axis=-1, keepdims=True)
-    orthogonal = jnp.abs(d) <= math.sqrt(float(jnp.finfo(x.dtype).tiny))
-    return xs, ns, d, nn, sn / sx, orthogonal
+TRUSTED = 2.0 ** 40
+"""Squared norms in [1/TRUSTED, TRUSTED] are summed as they are (see `_pair_sums`)."""
 
 
-def _ray_factor(x, n, side: str):
-    """The factor F of eq 55 (`side="min"`) or eq 56 (`"max"`), $y = F x$, with the
-    scaled pieces of `_ray_terms`, $q = \\|n'\\|^2/(x'\\cdot n')$ (so that
-    $F = (s_n/s_x)\\,q$ where the point moves) and where F varies with x and n."""
-    xs, ns, d, nn, ratio, orthogonal = _ray_terms(x, n)
-    if side == "min":   # beyond the hyperplane x·n = ‖n‖²: moved onto it
-        active = ~orthogonal & (d > 0) & (d > ratio * nn)
-        q = _safe_ratio(nn, d, active)
-        factor = jnp.where(active, ratio * q, 1)
-    else:               # on the origin's side: mapped onto it, F clipped to the max
-        move = ~orthogonal & (d < ratio * nn)
-        q = _safe_ratio(nn, d, move)
-        big = float(jnp.finfo(d.dtype).max)
-        active = move & (jnp.abs(ratio * q) < big)
-        factor = jnp.where(move, jnp.clip(ratio * q, -big, big), 1)
-    return factor, q, xs, ns, d, nn, active
+def _pair_sums(x, n):
+    """Per-row powers of two $p_x$, $p_n$ and the sums $x'\\cdot n'$, $\\|n'\\|^2$,
+    $\\|x'\\|^2$ of $x' = p_x x$, $n' = p_n n$ (each with a last axis of 1), such that
+    no sum overflows or loses a term to underflow and every later factor (down to
+    $1/(x'\\cdot n')$ at the orthogonality threshold) stays finite.
+
+    A vector whose plain squared norm is in [2⁻⁴⁰, 2⁴⁰] keeps $p = 1$; only when some row
+    of x or n is outside (or zero) is a second pass made over the batch (a whole-batch
+    `lax.cond`, so the common case is one pass over x and n), in which those rows are
+    divided by a power of two near their largest magnitude (a power of two, as XLA's CPU
+    backend divides by multiplying with a reciprocal that is flushed to 0 beyond 2¹²⁶ in
+    float32). A row's result does not depend on the other rows."""
+    xx = jnp.sum(x * x, axis=-1, keepdims=True)
+    nn = jnp.sum(n * n, axis=-1, keepdims=True)
+    d = jnp.sum(x * n, axis=-1, keepdims=True)
+
+    def trusted(v):
+        return ((v >= 1 / TRUSTED) & (v <= TRUSTED)) | jnp.isnan(v)
+
+    def fast(x, n, d, nn, xx):
+        return jnp.ones_like(xx), jnp.ones_like(nn), d, nn, xx
+
+    def rescue(x, n, d, nn, xx):
+        ok_x, ok_n = trusted(xx), trusted(nn)
+        px, pn = (jnp.where(ok, 1, _power_of_two_scale(
+            jax.lax.stop_gradient(jnp.max(jnp.abs(a), axis=-1, keepdims=True))))
+            for a, ok in ((x, ok_x), (n, ok_n)))
+        xs, ns = x * px, n * pn
+        # trusted rows keep the sums of the first pass bit for bit
+        return (px, pn, jnp.where(ok_x & ok_n, d, jnp.sum(xs * ns, axis=-1, keepdims=True)),
+                jnp.where(ok_n, nn, jnp.sum(ns * ns, axis=-1, keepdims=True)),
+                jnp.where(ok_x, xx, jnp.sum(xs * xs, axis=-1, keepdims=True)))
+
+    if x.size == 0 or n.size == 0:
+        return fast(x, n, d, nn, xx)
+    return jax.lax.cond(jnp.all(trusted(xx)) & jnp.all(trusted(nn)), fast, rescue,
+                        x, n, d, nn, xx)
+
+
+def _ray_terms(x, n, side: str):
+    """The pieces of eq 55 (`side="min"`) or eq 56 (`"max"`) from `_pair_sums`: with
+    $x' = p_x x$, $n' = p_n n$ and $q = \\|n'\\|^2/(x'\\cdot n')$, a point that moves
+    goes to $\\frac{\\|n\\|^2}{x\\cdot n}x = q\\,x'/p_n$. A dot product below
+    $\\sqrt{\\text{tiny}}\\,\\|x'\\|\\|n'\\|$ — a cosine far below its own rounding error —
+    counts as 0 (the identity case), which keeps q and $1/(x'\\cdot n')$ finite.
+    Returns (q, x', n', x'·n', ‖n'‖², p_x, p_n, moves)."""
+    px, pn, d, nn, xx = _pair_sums(x, n)
+    orthogonal = jnp.abs(d) <= math.sqrt(float(jnp.finfo(d.dtype).tiny)) * (
+        jnp.sqrt(xx) * jnp.sqrt(nn))
+    # x·n ≷ ‖n‖² as x'·n' ≷ (p_x/p_n)‖n'‖²; p_x/p_n is 0 or ∞ only where the magnitudes
+    # of x and n differ by more than the dtype's range, and the comparison is still right
+    bound = (px / pn) * nn
+    if side == "min":   # beyond the hyperplane: moved onto it
+        moves = ~orthogonal & (d > 0) & (d > bound)
+    else:               # on the origin's side: mapped onto it
+        moves = ~orthogonal & (d < bound)
+    return _safe_ratio(nn, d, moves), x * px, n * pn, d, nn, px, pn, moves
 
 
 @ft.partial(jax.custom_jvp, nondiff_argnums=(2,))
 def _ray_map(x, n, side: str):
-    """$F(x, n)\\,x$ for `_ray_factor`'s F (x and n of one real dtype)."""
-    return _ray_factor(x, n, side)[0] * x
+    """Eq 55 or 56 for x and n of one real dtype: $q\\,x'$ times the power of two
+    $1/p_n$ last, so that the result overflows (to ±∞) only if the true one does."""
+    q, xs, _, _, _, _, pn, moves = _ray_terms(x, n, side)
+    return jnp.where(moves, (q * xs) * (1 / pn), x)
 
 
 @_ray_map.defjvp
 def _ray_map_jvp(side, primals, tangents):
-    """With $a = 2n'/\\|n'\\|^2 - x'/(x'\\cdot n')$ and $b = n'/(x'\\cdot n')$,
-    $dF\\,x = \\big(q\\,a\\cdot dn - F\\,b\\cdot dx\\big)\\,x'$: the powers of two cancel
-    ($x = s_x x'$, $F = (s_n/s_x)\\,q$), so every factor is of the size of F and q and the
-    reverse mode sums $\\bar y\\cdot x'$, not $\\bar y\\cdot x$ (which overflows for x
-    within a factor of ~10 of the dtype's largest number, where the derivative is O(1))."""
+    """Where the point moves, $y = F x$ with $F = \\|n\\|^2/(x\\cdot n) = (p_x/p_n)\\,q$ and
+    $$dy = q\\Big(\\tfrac{2\\,n'\\cdot dn}{\\|n'\\|^2} - \\tfrac{x'\\cdot dn}{x'\\cdot n'}\\Big)x'
+    + \\frac{p_x}{p_n}\\,q\\Big(dx - \\tfrac{n'\\cdot dx}{x'\\cdot n'}\\,x'\\Big),$$
+    in which no sum of terms of x's or n's size is formed (reverse mode would otherwise
+    sum $\\bar y\\cdot x$, which overflows for x within a factor of ~10 of the dtype's
+    largest number, where the derivative is O(1)). The part in dn carries no power of
+    two; that in dx carries $p_x/p_n = 2^k$, applied as $2^{⌊k/2⌋}$ to dx and the rest
+    after the sum, so that neither forward mode nor its transpose (reverse mode)
+    multiplies by all of it first. The terms along x' share one per-row factor, so that
+    reverse mode makes one reduction, $\\bar y\\cdot q x'$."""
     (x, n), (dx, dn) = primals, tangents
-    factor, q, xs, ns, d, nn, active = _ray_factor(x, n, side)
-    inv_d = _safe_ratio(1, d, active)
-    inv_nn = _safe_ratio(1, nn, active)
-    along_x = jnp.sum(ns * dx, axis=-1, keepdims=True)
-    along_n = 2 * inv_nn * jnp.sum(ns * dn, axis=-1, keepdims=True) - inv_d * jnp.sum(
-        xs * dn, axis=-1, keepdims=True)
-    slope = jnp.where(active, q * along_n - factor * inv_d * along_x, 0)
-    return factor * x, factor * dx + slope * xs
+    q, xs, ns, d, nn, px, pn, moves = _ray_terms(x, n, side)
+    k = jnp.frexp(px)[1] - jnp.frexp(pn)[1]
+    before, after = exp2_int(k // 2, px.dtype), exp2_int(k - k // 2, px.dtype)
+    u = dx * before
+    inv_d = _safe_ratio(1, d, moves)
+    inv_nn = _safe_ratio(1, nn, moves)
+    # one per-row scalar multiplies q x', so that reverse mode sums ȳ·(q x') once
+    along = (2 * inv_nn) * jnp.sum(ns * dn, axis=-1, keepdims=True) - inv_d * jnp.sum(
+        xs * dn, axis=-1, keepdims=True) - after * (inv_d * jnp.sum(ns * u, axis=-1,
+                                                                   keepdims=True))
+    qx = q * xs
+    y = jnp.where(moves, qx * (1 / pn), x)
+    return y, jnp.where(moves, (q * u) * after, dx) + qx * jnp.where(moves, along, 0)
 
 
 def _ray_operation(x, n, side: str):
@@ -128,8 +165,8 @@ def isotropic_max(x: Float[Array, "*b n"], n: Float[Array, "*#b n"]) -> Float[Ar
     Points beyond the hyperplane $x\\cdot n = \\|n\\|^2$ are kept; the others are mapped along
     the line through the origin onto it, $x \\mapsto \\frac{\\|n\\|^2}{x\\cdot n}x$ (for
     $x\\cdot n < 0$ this reverses the direction, as eq 56 prescribes). The factor grows
-    like $1/(x\\cdot n)$ near the plane $x\\cdot n = 0$; it is clipped to the dtype's largest
-    finite value, so outputs are never NaN.
+    like $1/(x\\cdot n)$ near the plane $x\\cdot n = 0$; the result is ±∞ only where the
+    true one is beyond the dtype's largest number, and never NaN.
 
     **Symmetry:** $f(Rx, Rn) = R f(x, n)$ for every $R ∈ O(n)$ (and for scalings).
     """
@@ -152,12 +189,12 @@ def isotropic_multiply(x: Float[Array, "*b n"], n: Float[Array, "*#b n"]
 
 
 def _multiply_terms(x, n):
-    """n̂, ‖n‖, $x' = x/s$ for a power of two $s$ near max|x| (gradient stopped) and
-    $p' = x'\\cdot\\hat n$, so that $x\\cdot\\hat n = s\\,p'$ without a sum over x."""
-    u, r = unit_and_norm(n)
-    s = jax.lax.stop_gradient(power_of_two_near(jnp.max(jnp.abs(x), axis=-1, keepdims=True)))
-    xs = x / s
-    return u, r[..., None], s, xs, jnp.sum(xs * u, axis=-1, keepdims=True)
+    """n̂, ‖n‖, $s = 1/p_x$, $x' = p_x x$ and $p' = x'\\cdot\\hat n$ from `_pair_sums`, so
+    that $x\\cdot\\hat n = s\\,p'$ without a sum of terms of x's size."""
+    px, pn, d, nn, _ = _pair_sums(x, n)
+    root = sqrt_or_zero(nn)
+    inv = inverse_or_zero(root)
+    return n * pn * inv, root / pn, 1 / px, x * px, d * inv
 
 
 @jax.custom_jvp
