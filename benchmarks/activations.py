@@ -16,11 +16,10 @@ import argparse
 import functools as ft
 import pathlib
 import sys
-import time
 
 import jax
 import jax.numpy as jnp
-import numpy as np
+from _paired import forward_backward, fusion_count, paired_ratios
 
 try:
     import taxdl.nn.functional as F
@@ -74,45 +73,14 @@ CANDIDATES = {
 }
 
 
-def _fwd_bwd(f):
-    def g(x, v):
-        y, vjp = jax.vjp(f, x)
-        return y, vjp(v)[0]
-
-    return g
-
-
-def _time(compiled, args):
-    t = time.perf_counter()
-    jax.block_until_ready(compiled(*args))
-    return time.perf_counter() - t
-
-
-def fusion_count(f, *args) -> int:
-    """Number of fusions in the optimised HLO of `jit(f)(*args)`."""
-    text = jax.jit(f).lower(*args).compile().as_text()
-    entry = text.split("ENTRY")[1]
-    return sum(" fusion(" in line for line in entry.splitlines())
-
-
-def ratios(name, f, x, v, rounds):
+def ratios(f, x, v, rounds):
     """Forward and forward+backward ratios to relu: the median over `rounds` of the
     paired ratio (candidate call / relu call, timed back to back), then the ratio of the
     best (minimum) times over the same calls."""
-    base_f = jax.jit(jax.nn.relu).lower(x).compile()
-    base_b = jax.jit(_fwd_bwd(jax.nn.relu)).lower(x, v).compile()
-    cand_f = jax.jit(f).lower(x).compile()
-    cand_b = jax.jit(_fwd_bwd(f)).lower(x, v).compile()
-    for c, a in ((base_f, (x,)), (base_b, (x, v)), (cand_f, (x,)), (cand_b, (x, v))):
-        for _ in range(3):
-            jax.block_until_ready(c(*a))
-    times = np.empty((rounds, 4))
-    for i in range(rounds):
-        times[i] = (_time(cand_f, (x,)), _time(base_f, (x,)),
-                    _time(cand_b, (x, v)), _time(base_b, (x, v)))
-    paired = np.median(times[:, 0] / times[:, 1]), np.median(times[:, 2] / times[:, 3])
-    best = times.min(axis=0)
-    return (*map(float, paired), float(best[0] / best[1]), float(best[2] / best[3]))
+    (fwd, fwd_best), (both, both_best) = paired_ratios(
+        [(f, jax.nn.relu, (x,)),
+         (forward_backward(f), forward_backward(jax.nn.relu), ((x,), v))], rounds)
+    return fwd, both, fwd_best, both_best
 
 
 def main():
@@ -142,11 +110,11 @@ def main():
         f = CANDIDATES[name]
         line = f"{name:28s}"
         for x, v in data:
-            r = ratios(name, f, x, v, args.rounds)
+            r = ratios(f, x, v, args.rounds)
             line += f"  {r[0]:17.2f}  {r[1]:5.2f}  {r[2]:4.2f}/{r[3]:4.2f}"
         if args.hlo:
             x, v = data[0]
-            line += f"   {fusion_count(f, x):3d}/{fusion_count(_fwd_bwd(f), x, v):3d}"
+            line += f"   {fusion_count(f, x):3d}/{fusion_count(forward_backward(f), (x,), v):3d}"
         print(line, flush=True)
 
 
