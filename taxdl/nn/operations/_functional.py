@@ -29,12 +29,12 @@ def _pair_sums(x, n):
     no sum overflows or loses a term to underflow and every later factor (down to
     $1/(x'\\cdot n')$ at the orthogonality threshold) stays finite.
 
-    A vector whose plain squared norm is in [2⁻⁴⁰, 2⁴⁰] keeps $p = 1$; only when some row
-    of x or n is outside (or zero) is a second pass made over the batch (a whole-batch
-    `lax.cond`, so the common case is one pass over x and n), in which those rows are
-    divided by a power of two near their largest magnitude (a power of two, as XLA's CPU
-    backend divides by multiplying with a reciprocal that is flushed to 0 beyond 2¹²⁶ in
-    float32). A row's result does not depend on the other rows."""
+    A vector whose plain squared norm is in [2⁻⁴⁰, 2⁴⁰] keeps $p = 1$. Only when some row
+    of x or n is outside (or zero) are the batch's largest magnitudes found and the sums
+    taken again (a whole-batch `lax.cond`, so the common case makes no pass beyond the
+    three sums), those rows being divided by a power of two near their largest magnitude
+    (a power of two, as XLA's CPU backend divides by multiplying with a reciprocal that is
+    flushed to 0 beyond 2¹²⁶ in float32). A row's result does not depend on the others."""
     xx = jnp.sum(x * x, axis=-1, keepdims=True)
     nn = jnp.sum(n * n, axis=-1, keepdims=True)
     d = jnp.sum(x * n, axis=-1, keepdims=True)
