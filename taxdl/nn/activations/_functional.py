@@ -538,12 +538,6 @@ def trainable_direction(x: Float[Array, "*b n"], directions: Float[Array | np.nd
 
 
 # ============================================================================ complex & others
-def _sigma_of_square(r, sigma):
-    # r² overflows for r ≳ 1.8e19 in float32: σ then sees the largest finite number (see
-    # `callable_profile`), not ∞
-    return sigma(jnp.minimum(r * r, float(jnp.finfo(jnp.result_type(r)).max)))
-
-
 def unitary_isotropic(x: Complex[Array, "*b n"], sigma: Callable | None = None
                       ) -> Complex[Array, "*b n"]:
     """U(n)-equivariant form on ℂⁿ (isotropic paper eq 28):
@@ -555,7 +549,7 @@ def unitary_isotropic(x: Complex[Array, "*b n"], sigma: Callable | None = None
     if sigma is None:
         return R.radial(x, R.tanh_profile)
     _check_callable(sigma, "sigma")
-    prof = R.bound(R.callable_profile, sigma=R.bound(_sigma_of_square, sigma=sigma))
+    prof = R.bound(R.callable_profile, sigma=sigma, of_square=True)
     return R.radial(x, prof)
 
 

@@ -22,6 +22,7 @@ from collections.abc import Callable
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, Inexact
 
 from .._numerics import (compute_dtype, infinite_signs, inverse_or_zero, scaled_norm,
@@ -254,21 +255,38 @@ def squash_profile(r):
     return a, b, d
 
 
-def callable_profile(r, sigma: Callable):
-    """A user radial function σ (σ(0) = 0): A = σ(r)/r, B = 0 for r < 1, A = 0, B = σ(r)
-    above (so that a bounded σ gives σ(r) x̂ at any magnitude, where σ(r)/r would be
-    flushed to 0). At r = 0, A and σ' are the slope σ'(0⁺), taken as σ(h)/h at h = the
-    dtype's ε (exact to O(ε) for smooth σ, and finite where autodiff at 0 is not, e.g.
-    σ(r) = tanh √(r²)). Where ‖x‖ overflows (r = ∞) σ is evaluated at the dtype's
-    largest finite number, which for a bounded σ is its limit to rounding (σ(∞) itself is
-    NaN for many σ written as formulas, e.g. r/(1 + r))."""
+def _largest_root(dtype) -> float:
+    """The largest t of `dtype` whose square t·t is finite in `dtype`."""
+    t = np.sqrt(np.asarray(jnp.finfo(dtype).max, dtype))
+    with np.errstate(over="ignore"):
+        while not np.isfinite(t * t):
+            t = np.nextafter(t, np.asarray(0, dtype))
+    return float(t)
+
+
+def callable_profile(r, sigma: Callable, of_square: bool = False):
+    """A user radial function σ (σ(0) = 0): A = σ(r)/r, B = 0 for r < 1 and wherever
+    |σ(r)/r| ≥ 2⁻⁶⁰; A = 0, B = σ(r) elsewhere (so that a bounded σ gives σ(r) x̂ at any
+    magnitude, where σ(r)/r would be flushed to 0, and a σ growing about linearly gives
+    (σ(r)/r) x, which stays right where ‖x‖ overflows). At r = 0, A and σ' are the slope
+    σ'(0⁺), taken as σ(h)/h at h = the dtype's ε (exact to O(ε) for smooth σ, and finite
+    where autodiff at 0 is not, e.g. σ(r) = tanh √(r²)). Where ‖x‖ overflows (r = ∞) σ
+    and σ(r)/r are evaluated at the dtype's largest finite number: for a bounded σ that
+    is its limit to rounding (σ(∞) itself is NaN for many σ written as formulas, e.g.
+    r/(1 + r)), and for σ(r) = c r it gives (σ(r)/r) x = c x exactly. With `of_square`,
+    `sigma` is a function of r² (the U(n) form), evaluated at r up to the square root of
+    the largest finite number (beyond which r² overflows)."""
     ones = jnp.ones_like(r)
-    s, ds = jax.jvp(sigma, (jnp.minimum(r, float(jnp.finfo(r.dtype).max)),), (ones,))
+    finite = jnp.minimum(r, _largest_root(r.dtype) if of_square else float(
+        jnp.finfo(r.dtype).max))
+    radial = (lambda t: sigma(t * t)) if of_square else sigma
+    s, ds = jax.jvp(radial, (finite,), (ones,))
     h = jnp.full_like(r, float(jnp.finfo(r.dtype).eps))
-    d0 = sigma(h) / h
+    d0 = radial(h) / h
     positive = r > 0
-    inner = r < 1
-    a = jnp.where(inner, jnp.where(positive, s / _safe(r, positive), d0), 0)
-    b = jnp.where(inner, 0, s)
+    slope = jnp.where(positive, s / _safe(finite, positive), d0)
+    linear = (r < 1) | (jnp.abs(slope) >= 2.0 ** -60)
+    a = jnp.where(linear, slope, 0)
+    b = jnp.where(linear, 0, s)
     ds = jnp.where(positive, ds, d0)
     return a.astype(r.dtype), b.astype(r.dtype), ds.astype(r.dtype)
