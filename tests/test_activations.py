@@ -468,7 +468,8 @@ def test_user_sigma_growing_linearly_is_right_where_the_norm_overflows():
     2e38; the float64 norm is 3.5e38): f(x) = (σ(r)/r) x is representable, and taken as
     σ(max)/max times x it is c x to rounding, with Jacobian c I (as in float64). Taking
     σ at the largest float times x̂ gave max·x̂ instead, 2% short and a Jacobian of 0
-    along x. The same for the U(n) form with σ(s) = c √s."""
+    along x. The same for σ(r) = 2r, which overflows before f(x) = 2x does, and for the
+    U(n) form with σ(s) = c √s."""
     x = np.array([[2e38, 2e38, -2e38, 0.0], [1.0, -2.0, 0.5, 3.0]])
     x32 = jnp.asarray(x, jnp.float32)
     xd = np.asarray(x32, np.float64)
@@ -482,6 +483,12 @@ def test_user_sigma_growing_linearly_is_right_where_the_norm_overflows():
     want = _radial_np(xd[1:], lambda r: r + np.sin(r))
     np.testing.assert_allclose(y[1:], want, rtol=1e-6)
     np.testing.assert_allclose(y[0], xd[0], rtol=1e-6)   # sin is bounded: (σ/r) x → x
+    # σ(r) = 2r overflows where r does not (r = 2e38) and where r does (5e38), while
+    # f(x) = 2x is representable (components of 2e37 and 5e37 over 100 coordinates)
+    for size in (2e37, 5e37):
+        v = jnp.full((100,), size, jnp.float32).at[0].set(0.0)
+        np.testing.assert_allclose(np.asarray(F.isotropic(v, lambda r: 2 * r), np.float64),
+                                   2 * np.asarray(v, np.float64), rtol=1e-6)
     # the U(n) form, whose σ acts on ‖x‖² (overflowing from ‖x‖ ≈ 1.8e19): σ(s) = c √s
     z = np.array([[3e19, 3e19j, 1e19], [1e30j, -2e30, 0.0]], np.complex64)
     for c in (1.0, 0.5):

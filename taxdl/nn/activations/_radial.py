@@ -273,7 +273,9 @@ def callable_profile(r, sigma: Callable, of_square: bool = False):
     where autodiff at 0 is not, e.g. σ(r) = tanh √(r²)). Where ‖x‖ overflows (r = ∞) σ
     and σ(r)/r are evaluated at the dtype's largest finite number: for a bounded σ that
     is its limit to rounding (σ(∞) itself is NaN for many σ written as formulas, e.g.
-    r/(1 + r)), and for σ(r) = c r it gives (σ(r)/r) x = c x exactly. With `of_square`,
+    r/(1 + r)), and for σ(r) = c r it gives (σ(r)/r) x = c x exactly. Where σ(r) itself
+    overflows, σ(r)/r and σ' are taken at 2⁻²⁴ r (exact for σ growing linearly, so that
+    f(x) = 2x for σ(r) = 2r is right wherever 2x is representable). With `of_square`,
     `sigma` is a function of r² (the U(n) form), evaluated at r up to the square root of
     the largest finite number (beyond which r² overflows)."""
     ones = jnp.ones_like(r)
@@ -281,10 +283,17 @@ def callable_profile(r, sigma: Callable, of_square: bool = False):
         jnp.finfo(r.dtype).max))
     radial = (lambda t: sigma(t * t)) if of_square else sigma
     s, ds = jax.jvp(radial, (finite,), (ones,))
+    # where σ(r) itself overflows (σ(r) = 2r near the largest float), its slope is taken
+    # 2⁻²⁴ r further in, which is the same for a σ growing linearly
+    inward = finite * 2.0 ** -24
+    s_in, ds_in = jax.jvp(radial, (inward,), (ones,))
+    overflows = ~jnp.isfinite(s) & ~jnp.isnan(s) & (r >= 1)
+    ds = jnp.where(overflows, ds_in, ds)
     h = jnp.full_like(r, float(jnp.finfo(r.dtype).eps))
     d0 = radial(h) / h
     positive = r > 0
-    slope = jnp.where(positive, s / _safe(finite, positive), d0)
+    slope = jnp.where(overflows, s_in / _safe(inward, positive),
+                      jnp.where(positive, s / _safe(finite, positive), d0))
     linear = (r < 1) | (jnp.abs(slope) >= 2.0 ** -60)
     a = jnp.where(linear, slope, 0)
     b = jnp.where(linear, 0, s)
