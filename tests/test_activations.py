@@ -489,6 +489,11 @@ def test_user_sigma_growing_linearly_is_right_where_the_norm_overflows():
         v = jnp.full((100,), size, jnp.float32).at[0].set(0.0)
         np.testing.assert_allclose(np.asarray(F.isotropic(v, lambda r: 2 * r), np.float64),
                                    2 * np.asarray(v, np.float64), rtol=1e-6)
+        # a σ growing faster overflows with its true value (±∞, and 0 where x is 0)
+        for fast in (jnp.exp, lambda r: r * r):
+            np.testing.assert_array_equal(F.isotropic(v, fast), jnp.where(v == 0, 0, jnp.inf))
+    np.testing.assert_array_equal(F.isotropic(jnp.asarray([100.0, 0.0, -3.0]), jnp.exp),
+                                  [np.inf, 0.0, -np.inf])   # e¹⁰⁰ overflows float32
     # the U(n) form, whose σ acts on ‖x‖² (overflowing from ‖x‖ ≈ 1.8e19): σ(s) = c √s
     z = np.array([[3e19, 3e19j, 1e19], [1e30j, -2e30, 0.0]], np.complex64)
     for c in (1.0, 0.5):

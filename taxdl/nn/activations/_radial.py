@@ -52,6 +52,9 @@ def _value(x, p, q, u, profile: Profile):
     other components of such a row are $A(∞) x_i$, as $(p x) q$ gives them). The
     selects join the pass that writes y (no extra pass over x)."""
     y = (x * p[..., None].astype(x.dtype)) * q[..., None].astype(x.dtype)
+    if getattr(profile, "func", None) is callable_profile:
+        # a user σ may overflow (σ(r) = eʳ): the components that are 0 stay 0, not ∞·0
+        y = jnp.where(jnp.isinf(q)[..., None] & (x == 0), jnp.zeros_like(y), y)
     with jax.ensure_compile_time_eval():  # σ's limit, a constant unless σ holds tracers
         a_inf, b_inf, _ = profile(jnp.asarray(jnp.inf, jnp.real(x).dtype))
         try:
@@ -274,8 +277,9 @@ def callable_profile(r, sigma: Callable, of_square: bool = False):
     and σ(r)/r are evaluated at the dtype's largest finite number: for a bounded σ that
     is its limit to rounding (σ(∞) itself is NaN for many σ written as formulas, e.g.
     r/(1 + r)), and for σ(r) = c r it gives (σ(r)/r) x = c x exactly. Where σ(r) itself
-    overflows, σ(r)/r and σ' are taken at 2⁻²⁴ r (exact for σ growing linearly, so that
-    f(x) = 2x for σ(r) = 2r is right wherever 2x is representable). With `of_square`,
+    overflows within 2²⁴ of the largest float and σ grows linearly there, σ(r)/r and σ'
+    are taken at 2⁻²⁴ r (so that f(x) = 2x for σ(r) = 2r is right wherever 2x is
+    representable); a σ growing faster gives ±∞ there, as its true value. With `of_square`,
     `sigma` is a function of r² (the U(n) form), evaluated at r up to the square root of
     the largest finite number (beyond which r² overflows)."""
     ones = jnp.ones_like(r)
@@ -283,11 +287,15 @@ def callable_profile(r, sigma: Callable, of_square: bool = False):
         jnp.finfo(r.dtype).max))
     radial = (lambda t: sigma(t * t)) if of_square else sigma
     s, ds = jax.jvp(radial, (finite,), (ones,))
-    # where σ(r) itself overflows (σ(r) = 2r near the largest float), its slope is taken
-    # 2⁻²⁴ r further in, which is the same for a σ growing linearly
+    # where σ(r) itself overflows near the largest float (σ(r) = 2r), its slope is taken
+    # 2⁻²⁴ r further in if σ grows linearly there (equal slopes at 2⁻²⁴ r and 2⁻³² r);
+    # otherwise (σ(r) = r², eʳ) the true result overflows too and stays ±∞
     inward = finite * 2.0 ** -24
     s_in, ds_in = jax.jvp(radial, (inward,), (ones,))
-    overflows = ~jnp.isfinite(s) & ~jnp.isnan(s) & (r >= 1)
+    s_deep = radial(inward * 2.0 ** -8)
+    linear_tail = jnp.abs(s_in - s_deep * 2.0 ** 8) <= 2.0 ** -10 * jnp.abs(s_in)
+    overflows = (jnp.isinf(s) & linear_tail
+                 & (finite >= float(jnp.finfo(r.dtype).max) * 2.0 ** -24))
     ds = jnp.where(overflows, ds_in, ds)
     h = jnp.full_like(r, float(jnp.finfo(r.dtype).eps))
     d0 = radial(h) / h
