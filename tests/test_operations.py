@@ -425,6 +425,29 @@ def test_isotropic_multiply_derivatives_match_eq_58_up_to_the_largest_float32():
     assert overflowed > 0   # the ±∞ case is covered
 
 
+def test_binary_operations_over_thirty_orders_of_magnitude():
+    """Rows of x and n with magnitudes 10ᵏ, k uniform in [−30, 30] (most take the
+    rescaled path) and a batch of ordinary rows alone (the plain sums): eqs 55, 56 and 58
+    in float32 against float64, up to float32 rounding, and never NaN."""
+    r = rng(34)
+    rows = 400
+    x = r.normal(size=(rows, 7)) * 10.0 ** r.uniform(-30, 30, (rows, 1))
+    n = r.normal(size=(rows, 7)) * 10.0 ** r.uniform(-30, 30, (rows, 1))
+    for xs, ns in ((x, n), (r.normal(size=(rows, 7)), r.normal(size=(rows, 7)))):
+        x32, n32 = jnp.asarray(xs, jnp.float32), jnp.asarray(ns, jnp.float32)
+        xd, nd = np.asarray(x32, np.float64), np.asarray(n32, np.float64)
+        for f, ref in ((tf.isotropic_min, np_iso_min), (tf.isotropic_max, np_iso_max),
+                       (tf.isotropic_multiply, np_iso_mul)):
+            y = np.asarray(f(x32, n32), np.float64)
+            assert not np.isnan(y).any(), f
+            want = np.stack([ref(a, b) for a, b in zip(xd, nd)])
+            fine = np.all(np.abs(want) < 3e38, axis=-1)
+            assert fine.mean() > 0.5, f
+            scale = np.abs(want[fine]).max(axis=-1, keepdims=True)   # per row
+            err = np.abs(y[fine] - want[fine]) / (1e-4 * np.abs(want[fine]) + 1e-5 * scale)
+            assert err.max() <= 1, (f, err.max())
+
+
 def test_binary_operations_rows_do_not_depend_on_the_batch():
     """Ordinary rows take plain sums; a batch with a row beyond [2⁻⁴⁰, 2⁴⁰] in squared
     norm (or a zero row) takes the rescaled path for it. Each row's value and gradient
