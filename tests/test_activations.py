@@ -494,6 +494,10 @@ def test_user_sigma_growing_linearly_is_right_where_the_norm_overflows():
             np.testing.assert_array_equal(F.isotropic(v, fast), jnp.where(v == 0, 0, jnp.inf))
     np.testing.assert_array_equal(F.isotropic(jnp.asarray([100.0, 0.0, -3.0]), jnp.exp),
                                   [np.inf, 0.0, -np.inf])   # e¹⁰⁰ overflows float32
+    # a σ holding arrays is differentiated by JAX itself (another path): the same value
+    exp_of_scaled = ft.partial(lambda c, r: jnp.exp(c * r), jnp.asarray(1.0))
+    np.testing.assert_array_equal(F.isotropic(jnp.asarray([100.0, 0.0, -3.0]), exp_of_scaled),
+                                  [np.inf, 0.0, -np.inf])
     # the U(n) form, whose σ acts on ‖x‖² (overflowing from ‖x‖ ≈ 1.8e19): σ(s) = c √s
     z = np.array([[3e19, 3e19j, 1e19], [1e30j, -2e30, 0.0]], np.complex64)
     for c in (1.0, 0.5):

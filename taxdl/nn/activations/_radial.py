@@ -52,9 +52,8 @@ def _value(x, p, q, u, profile: Profile):
     other components of such a row are $A(∞) x_i$, as $(p x) q$ gives them). The
     selects join the pass that writes y (no extra pass over x)."""
     y = (x * p[..., None].astype(x.dtype)) * q[..., None].astype(x.dtype)
-    if getattr(profile, "func", None) is callable_profile:
-        # a user σ may overflow (σ(r) = eʳ): the components that are 0 stay 0, not ∞·0
-        y = jnp.where(jnp.isinf(q)[..., None] & (x == 0), jnp.zeros_like(y), y)
+    if getattr(profile, "func", None) is callable_profile:   # only a user σ overflows
+        y = _zeros_stay_zero(y, x, jnp.isinf(q))
     with jax.ensure_compile_time_eval():  # σ's limit, a constant unless σ holds tracers
         a_inf, b_inf, _ = profile(jnp.asarray(jnp.inf, jnp.real(x).dtype))
         try:
@@ -152,8 +151,14 @@ def _radial_autodiff(x, profile: Profile):
     z = x.astype(_work_dtype(x))
     unit, r = unit_and_norm(z)
     a, b, _ = profile(r)
-    return (a[..., None].astype(z.dtype) * z + b[..., None].astype(z.dtype) * unit
-            ).astype(x.dtype)
+    y = a[..., None].astype(z.dtype) * z + b[..., None].astype(z.dtype) * unit
+    return _zeros_stay_zero(y, z, jnp.isinf(a) | jnp.isinf(b)).astype(x.dtype)
+
+
+def _zeros_stay_zero(y, x, overflowed):
+    """`y` with 0 at the components where x is 0 in rows whose coefficient `overflowed`
+    (a user σ such as eʳ beyond the dtype's range), which would otherwise be ∞·0 = NaN."""
+    return jnp.where(overflowed[..., None] & (x == 0), jnp.zeros_like(y), y)
 
 
 @ft.partial(jax.jit, static_argnums=1)
@@ -283,8 +288,8 @@ def callable_profile(r, sigma: Callable, of_square: bool = False):
     `sigma` is a function of r² (the U(n) form), evaluated at r up to the square root of
     the largest finite number (beyond which r² overflows)."""
     ones = jnp.ones_like(r)
-    finite = jnp.minimum(r, _largest_root(r.dtype) if of_square else float(
-        jnp.finfo(r.dtype).max))
+    top = float(jnp.finfo(r.dtype).max)
+    finite = jnp.minimum(r, _largest_root(r.dtype) if of_square else top)
     radial = (lambda t: sigma(t * t)) if of_square else sigma
     s, ds = jax.jvp(radial, (finite,), (ones,))
     # where σ(r) itself overflows near the largest float (σ(r) = 2r), its slope is taken
@@ -294,8 +299,7 @@ def callable_profile(r, sigma: Callable, of_square: bool = False):
     s_in, ds_in = jax.jvp(radial, (inward,), (ones,))
     s_deep = radial(inward * 2.0 ** -8)
     linear_tail = jnp.abs(s_in - s_deep * 2.0 ** 8) <= 2.0 ** -10 * jnp.abs(s_in)
-    overflows = (jnp.isinf(s) & linear_tail
-                 & (finite >= float(jnp.finfo(r.dtype).max) * 2.0 ** -24))
+    overflows = jnp.isinf(s) & linear_tail & (finite >= top * 2.0 ** -24)
     ds = jnp.where(overflows, ds_in, ds)
     h = jnp.full_like(r, float(jnp.finfo(r.dtype).eps))
     d0 = radial(h) / h
