@@ -87,7 +87,12 @@ def _ray_map(x, n, side: str):
     """Eq 55 or 56 for x and n of one real dtype: $q\\,x'$ times the power of two
     $1/p_n$ last, so that the result overflows (to ±∞) only if the true one does."""
     q, xs, _, _, _, _, pn, moves = _ray_terms(x, n, side)
-    return jnp.where(moves, (q * xs) * (1 / pn), x)
+    return _ray_value(x, q * xs, pn, moves)
+
+
+def _ray_value(x, qx, pn, moves):
+    """$q\\,x'$ (given as `qx`) times the power of two $1/p_n$ where the point moves."""
+    return jnp.where(moves, qx * (1 / pn), x)
 
 
 @_ray_map.defjvp
@@ -104,8 +109,7 @@ def _ray_map_jvp(side, primals, tangents):
     reverse mode makes one reduction, $\\bar y\\cdot q x'$."""
     (x, n), (dx, dn) = primals, tangents
     q, xs, ns, d, nn, px, pn, moves = _ray_terms(x, n, side)
-    k = jnp.frexp(px)[1] - jnp.frexp(pn)[1]
-    before, after = exp2_int(k // 2, px.dtype), exp2_int(k - k // 2, px.dtype)
+    before, after = _halves(_exponent(px) - _exponent(pn), px.dtype)
     u = dx * before
     inv_d = _safe_ratio(1, d, moves)
     inv_nn = _safe_ratio(1, nn, moves)
@@ -114,7 +118,7 @@ def _ray_map_jvp(side, primals, tangents):
         xs * dn, axis=-1, keepdims=True) - after * (inv_d * jnp.sum(ns * u, axis=-1,
                                                                    keepdims=True))
     qx = q * xs
-    y = jnp.where(moves, qx * (1 / pn), x)
+    y = _ray_value(x, qx, pn, moves)
     return y, jnp.where(moves, (q * u) * after, dx) + qx * jnp.where(moves, along, 0)
 
 
@@ -200,8 +204,13 @@ def _multiply_terms(x, n):
 @jax.custom_jvp
 def _multiply(x, n):
     u, r, s, _, ps = _multiply_terms(x, n)
-    # (‖n‖ − 1)(x·n̂) can overflow where each factor does not: multiplied in last, it
-    # gives ±∞ only along n̂ (an overflow of the true value), never ∞·0 off it
+    return _multiply_value(x, u, r, s, ps)
+
+
+def _multiply_value(x, u, r, s, ps):
+    """$x + (r - 1)(x\\cdot\\hat n)\\hat n$ with $x\\cdot\\hat n = s\\,p'$. (‖n‖ − 1)(x·n̂) can
+    overflow where each factor does not: multiplied in last, it gives ±∞ only along n̂
+    (an overflow of the true value), never ∞·0 off it."""
     return x + (r - 1) * ((ps * u) * s)
 
 
@@ -219,8 +228,8 @@ def _multiply_jvp(primals, tangents):
     At n = 0, 1/r is taken as 0 (the direction is undefined there)."""
     (x, n), (dx, dn) = primals, tangents
     u, r, s, xs, ps = _multiply_terms(x, n)
-    y = x + (r - 1) * ((ps * u) * s)
-    sa, sb = _split_power_of_two(s)
+    y = _multiply_value(x, u, r, s, ps)
+    sa, sb = _halves(_exponent(s), s.dtype)
     dns = dn * sa
     w = jnp.sum(u * dns, axis=-1, keepdims=True)
     t = jnp.sum(xs * dns, axis=-1, keepdims=True)
@@ -230,13 +239,16 @@ def _multiply_jvp(primals, tangents):
     return y, dy
 
 
-def _split_power_of_two(s):
-    """Powers of two $(s_a, s_b)$ with $s_a s_b = s$ and each about √s, for a power of
-    two s (an exact, normal number)."""
-    _, e = jnp.frexp(s)          # s = 2^(e − 1)
-    k = e - 1
-    ka = k // 2
-    return exp2_int(ka, s.dtype), exp2_int(k - ka, s.dtype)
+def _exponent(p):
+    """k with $p = 2^k$, for a power of two p (an exact, normal number)."""
+    return jnp.frexp(p)[1] - 1
+
+
+def _halves(k, dtype):
+    """$(2^{⌊k/2⌋}, 2^{k - ⌊k/2⌋})$: a power of two $2^k$ (|k| up to 2 × 126 in float32)
+    as two normal factors, to apply one before and one after a sum, so that neither
+    forward mode nor its transpose multiplies by all of it first."""
+    return exp2_int(k // 2, dtype), exp2_int(k - k // 2, dtype)
 
 
 def elementwise_min(x: Float[Array, "*b n"], n: Float[Array, "*#b n"]) -> Float[Array, "*b n"]:
