@@ -1,5 +1,6 @@
 """Helpers shared by the tests: NumPy evaluation of layer chains (test_models.py,
-test_compose.py) and declarations of test primitives (test_testing*.py)."""
+test_compose.py), declarations of test primitives (test_testing*.py) and central
+differences of float64 NumPy maps (test_activations_conic.py, test_operations.py)."""
 
 import numpy as np
 
@@ -28,3 +29,8 @@ def equivariant_taxonomy(group):
 
     return Taxonomy(closure=(None, None, group), probabilistic=(None, None, group),
                     algebraic=(None, None, group))
+
+
+def fd_jacobian(ref, x, h):
+    """Central differences of a float64 NumPy map at x (columns: input coordinates)."""
+    return np.stack([(ref(x + h * e) - ref(x - h * e)) / (2 * h) for e in np.eye(x.size)], -1)

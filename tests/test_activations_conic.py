@@ -14,6 +14,7 @@ from scipy import special
 
 import taxdl.nn as tnn
 import taxdl.nn.functional as F
+from _models import fd_jacobian
 
 RNG = np.random.default_rng(1)
 
@@ -394,11 +395,6 @@ def test_eps_zero_silu_axis_gradients_at_tiny_inputs_match_float64():
     np.testing.assert_allclose(j32, fd, rtol=1e-4, atol=1e-5)
 
 
-def _fd_jacobian(ref, x, h):
-    """Central differences of a float64 NumPy map at x (columns: input coordinates)."""
-    return np.stack([(ref(x + h * e) - ref(x - h * e)) / (2 * h) for e in np.eye(x.size)], -1)
-
-
 @pytest.mark.parametrize("kind", ["hard", "soft", "firm", "axes_first", "shared", "rcolu"])
 def test_default_eps_gradients_correct_at_huge_and_mixed_magnitudes(kind):
     """With ε > 0 the body's part of the Jacobian, −W'(ρ)ρ b bᵀ/(d‖b‖), has a coefficient
@@ -429,7 +425,7 @@ def test_default_eps_gradients_correct_at_huge_and_mixed_magnitudes(kind):
     for p in points:
         p32 = np.asarray(p, np.float32).astype(np.float64)  # the float32 point itself
         jac = np.asarray(jax.jacrev(f)(jnp.asarray(p32, jnp.float32)), np.float64)
-        want = _fd_jacobian(ref, p32, 1e-6 * np.max(np.abs(p32)))
+        want = fd_jacobian(ref, p32, 1e-6 * np.max(np.abs(p32)))
         assert np.all(np.isfinite(jac))
         np.testing.assert_allclose(jac, want, rtol=1e-4, atol=1e-5)
         y, _ = jax.vjp(f, jnp.asarray(p32, jnp.float32))

@@ -11,6 +11,7 @@ import pytest
 
 import taxdl.nn as tnn
 import taxdl.nn.functional as tf
+from _models import fd_jacobian
 from taxdl.nn.operations._dropout import overlap_probability
 
 X64 = lambda: jax.enable_x64(True)  # noqa: E731
@@ -366,9 +367,7 @@ def test_ray_operations_and_box_clip_near_the_largest_float32():
 
 def _central_jacobians(f, x, n, h=1e-6):
     """Jacobians of a NumPy f(x, n) in x and in n by central differences (float64)."""
-    def jac(g, v):
-        return np.stack([(g(v + h * e) - g(v - h * e)) / (2 * h) for e in np.eye(len(v))], 1)
-    return jac(lambda v: f(v, n), x), jac(lambda v: f(x, v), n)
+    return fd_jacobian(lambda v: f(v, n), x, h), fd_jacobian(lambda v: f(x, v), n, h)
 
 
 def test_ray_operation_derivatives_match_eqs_55_56_up_to_the_largest_float32():
