@@ -97,9 +97,12 @@ def _cmax(e, cax, n):
 
 
 def _body_norm(body, cax, n):
-    """Norms of the cone bodies (component axis `cax`), overflow-free in one pass: each
-    cone is multiplied by the reciprocal of its largest component before squaring, with
-    the S − 1 terms written out (per-cone work only; no second pass over the data)."""
+    """The cone bodies' norms (component axis `cax`) as three per-cone factors m, 1/m and
+    r with ‖b‖ = m r, overflow-free in one pass: each cone is multiplied by the
+    reciprocal of its largest component m before squaring, with the S − 1 terms written
+    out (per-cone work only; no second pass over the data). r is in [1, √(S−1)] (0 for
+    a zero body, where 1/m is 0 too), so m r may overflow where r does not: callers
+    scale m first (`_cone_ratio`)."""
     m = _cmax(jnp.abs(body), cax, n)
     # 1/m is subnormal, and flushed to 0 on CPUs, for m above 1/tiny (≈ 8.5e37 in
     # float32): such cones are scaled by tiny instead (their terms stay below S·16)
@@ -116,46 +119,52 @@ def _body_norm(body, cax, n):
     else:
         t = body * jnp.expand_dims(inv, cax)
         acc = jnp.sum(t * t, axis=cax)
-    return m * jnp.sqrt(acc)
+    return m, inv, jnp.sqrt(acc)
 
 
-UNIT = 2.0 ** -32  # see _quotient
+UNIT = 2.0 ** -32  # see _unit
 
 
 def _unit(eps: float) -> float:
-    """The unit u of `_quotient` for a cone's ε: UNIT for ε ≥ 2⁻⁶⁰ (then d u ≥ ε u cannot
-    underflow), else 1 (a plain quotient). The slopes' scale is K = 1/u (`slope_scale`)."""
+    """The static power of two u in which a cone's ε keeps its norm and denominator:
+    UNIT for ε ≥ 2⁻⁶⁰ (then d u ≥ ε u cannot underflow), else 1 (plain quotients).
+
+    The kernels carry ‖b‖ u and d u = (‖b‖ + ε) u instead of ‖b‖ and d, and form
+    ρ = (a/(d u)) u. For u = 2⁻³² this is exact (u is a power of two) unless
+    |ρ| > max·u (7.9e28 in float32), which gives ±∞, and it avoids two failures of the
+    plain quotient: ‖b‖ overflows for bodies whose norm exceeds the dtype's maximum
+    (ρ would be 0), and XLA's CPU backend may divide by multiplying with the reciprocal
+    1/d, which is subnormal, and flushed to 0, for d above 2¹²⁶ ≈ 8.5e37 in float32,
+    while 1/(d u) stays normal up to the dtype's maximum. A per-cone choice of scale
+    would be exact everywhere but makes XLA split the per-cone pass into several. The
+    slopes' scale is K = 1/u (`slope_scale`)."""
     return UNIT if eps >= 2.0 ** -60 else 1.0
 
 
-def _quotient(n, d, unit: float):
-    """n/d as (n/(d u)) u for the static power of two u = `unit` (≤ 1; 1 for a plain n/d).
-
-    XLA's CPU backend may divide by multiplying with the reciprocal 1/d, which is
-    subnormal, and flushed to 0, for d above 2¹²⁶ ≈ 8.5e37 in float32; 1/(d u) for
-    u = 2⁻³² stays normal up to the dtype's maximum. Exact (u is a power of two) unless
-    |n/d| > max·u, which gives ±∞, or d u underflows, which callers rule out (ε ≥ 2⁻⁶⁰,
-    or a result that is not used). A per-cone choice of scale would be exact everywhere
-    but makes XLA split the per-cone pass into several."""
-    return (n / (d * unit)) * unit if unit != 1 else n / d
-
-
-def _ratio(a, nb, eps, value_only: bool = False):
-    """ρ = a/(‖b‖ + ε), d = ‖b‖ + ε; with ε = 0 and b = 0, ρ = ±∞ by the sign of a. For
-    ε ≥ 2⁻⁶⁰ (so that d u cannot underflow) the quotient is `_quotient`'s with u = UNIT: ρ
-    is exact, or ±∞ for |ρ| > 7.9e28 in float32, where every projection has W'(ρ) = 0
-    and W(ρ) = W(±∞). With `value_only` (the weight only multiplies the body, so its
-    value at a zero body does not matter) and ε = 0, ρ = a/max(d, tiny): the same weight
-    wherever the body is not zero, written without the selects that XLA would repeat for
-    every output element."""
-    d = nb + eps
+def _cone_ratio(a, body, cax, n, eps, value_only: bool = False, gain: float = 1.0):
+    """Per cone ‖b‖ u, ρ = g a/(‖b‖ + ε) and d u = (‖b‖ + ε) u, for the axis values `a`,
+    the bodies `body` (S − 1 = `n` components along `cax`), u = `_unit(eps)` and a static
+    factor g = `gain` applied last (RCoLU's axis value √S·mean, which would overflow as
+    a product first). ‖b‖ u is (m u) r (`_body_norm`), finite for every finite body when
+    u = 2⁻³². With ε = 0 and b = 0, ρ = ±∞ by the sign of a. For ε ≥ 2⁻⁶⁰ ρ is
+    (a/(d u)) (g u) (see `_unit`): exact, or ±∞ for |ρ| > 7.9e28 in float32, where every
+    projection has W'(ρ) = 0 and W(ρ) = W(±∞). With `value_only` (the weight only
+    multiplies the body, so its value at a zero body does not matter) and ε = 0,
+    ρ = g (a/m)/max(r, tiny), scale-free and so finite where ‖b‖ overflows, and written
+    without the selects that XLA would repeat for every output element."""
+    unit = _unit(eps)
+    m, inv, root = _body_norm(body, cax, n)
+    nbu = (m * unit) * root if unit != 1 else m * root
+    du = nbu + eps * unit if eps > 0 else nbu
+    factor = gain * unit
     if eps == 0 and value_only:
-        return a / jnp.maximum(d, float(jnp.finfo(d.dtype).tiny)), d
-    if eps > 0:
-        return _quotient(a, d, _unit(eps)), d
-    pos = d > 0
-    rho = jnp.where(pos, a / jnp.where(pos, d, 1), jnp.where(a > 0, jnp.inf, -jnp.inf))
-    return rho.astype(a.dtype), d
+        q = (a * inv) / jnp.maximum(root, float(jnp.finfo(root.dtype).tiny))
+    elif eps > 0:
+        q = a / du
+    else:
+        pos = du > 0
+        q = jnp.where(pos, a / jnp.where(pos, du, 1), jnp.where(a > 0, jnp.inf, -jnp.inf))
+    return nbu, (q * factor if factor != 1 else q).astype(a.dtype), du
 
 
 # ------------------------------------------------------------------ decomposition
@@ -177,13 +186,12 @@ def _split(x, spec: ConeSpec):
 
 
 def _weights(a, body, cax, spec: ConeSpec, value_only: bool = False):
-    """Per cone ‖b‖, ρ, d, w = W(ρ) and W'(ρ) from axis values `a` and bodies `body`
-    (component axis `cax`); `a` of a shared axis broadcasts over the cones. `value_only`:
-    see `_ratio`."""
-    nb = _body_norm(body, cax, spec.cone_dim - 1)
-    rho, d = _ratio(a, nb, spec.eps, value_only)
+    """Per cone ‖b‖ u, ρ, d u, w = W(ρ) and W'(ρ) from axis values `a` and bodies `body`
+    (component axis `cax`), for u = `_unit(ε)`; `a` of a shared axis broadcasts over the
+    cones. `value_only`: see `_cone_ratio`."""
+    nbu, rho, du = _cone_ratio(a, body, cax, spec.cone_dim - 1, spec.eps, value_only)
     w, dw = _weight(rho, spec.projection)
-    return nb, rho, d, w, dw
+    return nbu, rho, du, w, dw
 
 
 def _cone_scalars(x, spec: ConeSpec):
@@ -212,7 +220,7 @@ def _colu_output(x, spec, z, a, body, cax, w):
 
 
 def _colu_impl(x, spec: ConeSpec):
-    z, a, body, cax, nb, rho, d, w, dw = _cone_scalars(x, spec)
+    z, a, body, cax, *_, w, dw = _cone_scalars(x, spec)
     return _colu_output(x, spec, z, a, body, cax, w)
 
 
@@ -259,35 +267,38 @@ def slope_scale(eps: float) -> float:
     return 1 / _unit(eps)
 
 
-def _slopes(rho, d, dw, norm, scale: float = 1.0):
-    """Per cone K c = K W'(ρ)/d and K κ = K ρ/‖b‖ for the static power of two K = `scale`
-    (see `slope_scale`), the coefficients of dw = c (da − κ ⟨b, db⟩) (c = 0 where d = 0,
-    κ = 0 where ‖b‖ = 0; an infinite ρ counts as 0 (W'(±∞) = 0): from ε = 0 and b = 0,
-    or |ρ| > 7.9e28 in float32, see `_ratio`). The product cκ is never formed: it
-    scales as 1/|x|² and underflows for |x| ≳ 1e19 in float32, while c and κ scale as
-    1/|x|. K κ is clamped to the largest finite number, which it exceeds only where the
-    term κ ⟨b, db⟩ b it scales is below rounding (and 0·∞ would be NaN); κ ⟨b, db⟩ is at
-    most |ρ| ‖db‖, finite for cotangents below ~4e9 in float32."""
-    unit = 1 / scale
+def _slopes(rho, du, dw, nbu, unit: float):
+    """Per cone K c = K W'(ρ)/d and K κ = K ρ/‖b‖ for K = 1/u (`slope_scale`), from the
+    norm and denominator in units of u = `unit` (nbu = ‖b‖ u, du = d u; see `_unit`):
+    K c = W'(ρ)/(d u) and K κ = ρ/(‖b‖ u). They are the coefficients of
+    dw = c (da − κ ⟨b, db⟩) (c = 0 where d = 0, κ = 0 where ‖b‖ = 0; an infinite ρ counts
+    as 0 (W'(±∞) = 0): from ε = 0 and b = 0, or |ρ| > 7.9e28 in float32, see `_cone_ratio`).
+    The product cκ is never formed: it scales as 1/|x|² and underflows for |x| ≳ 1e19 in
+    float32, while c and κ scale as 1/|x|. K κ is clamped to the largest finite number,
+    which it exceeds only where the term κ ⟨b, db⟩ b it scales is below rounding (and
+    0·∞ would be NaN); κ ⟨b, db⟩ is at most |ρ| ‖db‖, finite for cotangents below ~4e9
+    in float32."""
     if unit != 1:  # d ≥ ε ≥ 2⁻⁶⁰: d u > 0
-        c = _quotient(dw * scale, d, unit)
+        c = dw / du
     else:
-        c = jnp.where(d > 0, dw / jnp.where(d > 0, d, 1), 0)
+        c = jnp.where(du > 0, dw / jnp.where(du > 0, du, 1), 0)
     big = float(jnp.finfo(rho.dtype).max)
-    r = jnp.where(jnp.isfinite(rho), rho, 0) * scale
+    r = jnp.where(jnp.isfinite(rho), rho, 0)
     # ‖b‖ u = 0 leaves κ at 0: then b/K = 0 too, and the term κ multiplies vanishes
-    kappa = jnp.where(norm * unit > 0, _quotient(r, jnp.where(norm > 0, norm, 1), unit), 0)
+    kappa = jnp.where(nbu > 0, r / jnp.where(nbu > 0, nbu, 1), 0)
     return c, jnp.clip(kappa, -big, big)
 
 
-def _colu_primal(x, spec, scale: float = 1.0):
+def _colu_primal(x, spec):
     """The output and, per cone, w = W(ρ), K c = K W'(ρ)/d and K κ = K ρ/‖b‖ for the
-    static power of two K = `scale` (so that dw = c (da − κ ⟨b, db⟩); see `_slopes`)."""
+    static power of two K = `slope_scale(ε)` (so that dw = c (da − κ ⟨b, db⟩); see
+    `_slopes`)."""
     z, a, body, cax = _split(x, spec)
+    unit = _unit(spec.eps)
 
     def residuals(a, body, comp_axis):
-        nb, rho, d, w, dw = _weights(_comps(a, comp_axis, 0), body, comp_axis, spec)
-        return [w, *_slopes(rho, d, dw, nb, scale)]
+        nbu, rho, du, w, dw = _weights(_comps(a, comp_axis, 0), body, comp_axis, spec)
+        return [w, *_slopes(rho, du, dw, nbu, unit)]
 
     w, c, kappa = _per_cone(residuals, [jnp.expand_dims(a, cax), body], cax, 3)
     return _colu_output(x, spec, z, a, body, cax, w), (w, c, kappa)
@@ -373,24 +384,24 @@ def _colu_jvp(spec, primals, tangents):
         y = _colu_output(x, spec, z, a, body, cax, res[0])
         return y, _colu_tangent(xs, spec, res, dx, x_rect=x)
     scale = slope_scale(spec.eps)
-    y, res = _colu_primal(x, spec, scale)
+    y, res = _colu_primal(x, spec)
     return y, _colu_tangent(x, spec, res, dx, scale=scale)
 
 
 # ====================================================================== RCoLU (eq 5)
 def _rcolu_weights(z, cax, spec: ConeSpec, value_only: bool = False):
-    """Per cone (components along `cax`): the mean μ, the residual r = z − μ, ‖r‖, ρ, d,
-    w = W(ρ) and W'(ρ)."""
+    """Per cone (components along `cax`): the mean μ, the residual r = z − μ, ‖r‖ u, ρ,
+    d u, w = W(ρ) and W'(ρ), for u = `_unit(ε)`."""
     s = spec.cone_dim
     # x_n = (x·e) e has every component equal to the mean (of z/s: a sum of z itself
     # overflows for components near the dtype's maximum)
     mu = _csum(z / s, cax, s)
     r = z - jnp.expand_dims(mu, cax)
-    nr = _body_norm(r, cax, s)
-    a = mu * jnp.sqrt(jnp.asarray(s, z.dtype))  # x·e
-    rho, d = _ratio(a, nr, spec.eps, value_only)
+    # x·e = √S μ, whose factor √S is applied after the quotient (x·e itself overflows
+    # for means above max/√S)
+    nru, rho, du = _cone_ratio(mu, r, cax, s, spec.eps, value_only, gain=s ** 0.5)
     w, dw = _weight(rho, spec.projection)
-    return mu, r, nr, rho, d, w, dw
+    return mu, r, nru, rho, du, w, dw
 
 
 def _rcolu_scalars(x, spec: ConeSpec):
@@ -401,7 +412,7 @@ def _rcolu_scalars(x, spec: ConeSpec):
 
 
 def _rcolu_impl(x, spec):
-    z, cax, mu, r, nr, rho, d, w, dw = _rcolu_scalars(x, spec)
+    z, cax, mu, r, *_, w, dw = _rcolu_scalars(x, spec)
     wb = jnp.expand_dims(w, cax)
     off = jnp.expand_dims(mu * (1 - w), cax)
     return (z * wb + off).reshape(x.shape)
@@ -424,8 +435,8 @@ def _rcolu_tangent(x, spec, dx):
     r = r * (1 / scale)
 
     def residuals(z, comp_axis):
-        _, _, nr, rho, d, w, dw = _rcolu_weights(z, comp_axis, spec)
-        return [w, *_slopes(rho, d, dw, nr, scale)]
+        _, _, nru, rho, du, w, dw = _rcolu_weights(z, comp_axis, spec)
+        return [w, *_slopes(rho, du, dw, nru, 1 / scale)]
 
     w, c, kappa = (jnp.expand_dims(t, cax) for t in _per_cone(residuals, [z], cax, 3))
     dz = dx.reshape(z.shape)
