@@ -239,12 +239,14 @@ def test_cone_bodies_whose_norm_exceeds_the_float32_maximum(projection, eps):
     """Bodies of norm ~5e38, beyond float32's maximum, with axis values inside it: ρ is
     ~0.2–1.2, not 0 (a norm that overflowed to ∞ gave the weight of ρ = 0, hence a zero
     body, and a Jacobian without its W' terms). RCoLU's blocks have residual norms
-    beyond the maximum too, and in the first its axis value x·e = 4e38 as well (the
-    product √S·mean overflowed to ∞, the weight of ρ = ∞). With ε = 0 too (whose value
+    beyond the maximum too; in the first its axis value x·e = 4e38 as well (the product
+    √S·mean overflowed to ∞, the weight of ρ = ∞), and in the third the residual
+    x − mean has a component of -3.75e38 (which overflowed: NaN). With ε = 0 too (whose value
     is computed scale-free, a/m over ‖b‖/m for the largest body component m). Values and
     Jacobians against float64, with central differences for the Jacobian."""
     x = np.array([1e38, 3e38, -3e38, 2.5e38, 3e38, 3e38, 3e38, 3e38], np.float32)
-    r = np.array([3e38, 3e38, 3e38, -1e38, 3e38, -1.5e38, 3e38, 2e38], np.float32)
+    r = np.array([3e38, 3e38, 3e38, -1e38, 3e38, -1.5e38, 3e38, 2e38,
+                  3e38, -3e38, 1e38, 2e38], np.float32)
     kw = dict(projection=projection, eps=eps)
     for f, ref, p in [(ft.partial(F.colu, cone_dim=4, **kw), ft.partial(colu_np, s=4, **kw), x),
                       (ft.partial(F.rcolu, cone_dim=4, **kw), ft.partial(rcolu_np, s=4, **kw),

@@ -78,13 +78,16 @@ def _comps(body, cax, k):
     return lax.index_in_dim(body, k, cax, keepdims=False)
 
 
-def _csum(e, cax, n):
+def _cmean(e, cax, n):
+    """The mean over the `n` components along `cax`, as a sum of e_k/n (a sum of e itself
+    overflows for components near the dtype's maximum); each slice is divided, not the
+    array, which XLA would otherwise write out in full."""
     if n <= WRITTEN_OUT_MAX:
-        acc = _comps(e, cax, 0)
+        acc = _comps(e, cax, 0) / n
         for k in range(1, n):
-            acc = acc + _comps(e, cax, k)
+            acc = acc + _comps(e, cax, k) / n
         return acc
-    return jnp.sum(e, axis=cax)
+    return jnp.sum(e / n, axis=cax)
 
 
 def _cmax(e, cax, n):
@@ -141,24 +144,27 @@ def _unit(eps: float) -> float:
     return UNIT if eps >= 2.0 ** -60 else 1.0
 
 
-def _cone_ratio(a, body, cax, n, eps, value_only: bool = False, gain: float = 1.0):
+def _cone_ratio(a, body, cax, n, eps, value_only: bool = False, gain: float = 1.0,
+                body_scale: float = 1.0):
     """Per cone ‖b‖ u, ρ = g a/(‖b‖ + ε) and d u = (‖b‖ + ε) u, for the axis values `a`,
-    the bodies `body` (S − 1 = `n` components along `cax`), u = `_unit(eps)` and a static
-    factor g = `gain` applied last (RCoLU's axis value √S·mean, which would overflow as
-    a product first). ‖b‖ u is (m u) r (`_body_norm`), finite for every finite body when
-    u = 2⁻³². With ε = 0 and b = 0, ρ = ±∞ by the sign of a. For ε ≥ 2⁻⁶⁰ ρ is
-    (a/(d u)) (g u) (see `_unit`): exact, or ±∞ for |ρ| > 7.9e28 in float32, where every
-    projection has W'(ρ) = 0 and W(ρ) = W(±∞). With `value_only` (the weight only
-    multiplies the body, so its value at a zero body does not matter) and ε = 0,
-    ρ = g (a/m)/max(r, tiny), scale-free and so finite where ‖b‖ overflows, and written
-    without the selects that XLA would repeat for every output element."""
+    the bodies b = h·`body` (S − 1 = `n` components along `cax`; h = `body_scale`, a power
+    of two), u = `_unit(eps)` and a static factor g = `gain` applied last (RCoLU's axis
+    value √S·mean, which would overflow as a product first). ‖b‖ u is (m h u) r
+    (`_body_norm` of `body`), finite for every finite body when h u ≤ 2⁻³¹. With ε = 0
+    and b = 0, ρ = ±∞ by the sign of a. For ε ≥ 2⁻⁶⁰ ρ is (a/(d u)) (g u) (see
+    `_unit`): exact, or ±∞ for |ρ| > 7.9e28 in float32, where every projection has
+    W'(ρ) = 0 and W(ρ) = W(±∞). With `value_only` (the weight only multiplies the body,
+    so its value at a zero body does not matter) and ε = 0, ρ = (g/h) (a/m)/max(r, tiny),
+    scale-free and so finite where ‖b‖ overflows, and written without the selects that
+    XLA would repeat for every output element."""
     unit = _unit(eps)
     m, inv, root = _body_norm(body, cax, n)
-    nbu = (m * unit) * root if unit != 1 else m * root
+    nbu = (m * (unit * body_scale)) * root if unit * body_scale != 1 else m * root
     du = nbu + eps * unit if eps > 0 else nbu
     factor = gain * unit
     if eps == 0 and value_only:
         q = (a * inv) / jnp.maximum(root, float(jnp.finfo(root.dtype).tiny))
+        factor = gain / body_scale
     elif eps > 0:
         q = a / du
     else:
@@ -390,18 +396,18 @@ def _colu_jvp(spec, primals, tangents):
 
 # ====================================================================== RCoLU (eq 5)
 def _rcolu_weights(z, cax, spec: ConeSpec, value_only: bool = False):
-    """Per cone (components along `cax`): the mean μ, the residual r = z − μ, ‖r‖ u, ρ,
-    d u, w = W(ρ) and W'(ρ), for u = `_unit(ε)`."""
+    """Per cone (components along `cax`): the mean μ, half the residual r = z − μ (r
+    itself overflows where two components of opposite sign are near the dtype's
+    maximum), ‖r‖ u, ρ, d u, w = W(ρ) and W'(ρ), for u = `_unit(ε)`."""
     s = spec.cone_dim
-    # x_n = (x·e) e has every component equal to the mean (of z/s: a sum of z itself
-    # overflows for components near the dtype's maximum)
-    mu = _csum(z / s, cax, s)
-    r = z - jnp.expand_dims(mu, cax)
+    mu = _cmean(z, cax, s)  # x_n = (x·e) e has every component equal to the mean
+    half = z * 0.5 - jnp.expand_dims(mu * 0.5, cax)
     # x·e = √S μ, whose factor √S is applied after the quotient (x·e itself overflows
     # for means above max/√S)
-    nru, rho, du = _cone_ratio(mu, r, cax, s, spec.eps, value_only, gain=s ** 0.5)
+    nru, rho, du = _cone_ratio(mu, half, cax, s, spec.eps, value_only, gain=s ** 0.5,
+                               body_scale=2.0)
     w, dw = _weight(rho, spec.projection)
-    return mu, r, nru, rho, du, w, dw
+    return mu, half, nru, rho, du, w, dw
 
 
 def _rcolu_scalars(x, spec: ConeSpec):
@@ -412,7 +418,7 @@ def _rcolu_scalars(x, spec: ConeSpec):
 
 
 def _rcolu_impl(x, spec):
-    z, cax, mu, r, *_, w, dw = _rcolu_scalars(x, spec)
+    z, cax, mu, _, *_, w, dw = _rcolu_scalars(x, spec)
     wb = jnp.expand_dims(w, cax)
     off = jnp.expand_dims(mu * (1 - w), cax)
     return (z * wb + off).reshape(x.shape)
@@ -429,10 +435,11 @@ def _rcolu_tangent(x, spec, dx):
     dw = c (√S dμ − κ ⟨r, dx⟩) (c = W'(ρ)/d, κ = ρ/‖r‖; ⟨r, 1⟩ = 0), written so that
     its automatic transpose has no short-axis reductions (see the module docstring).
     For ε > 0 it is written with r/K and the residuals K c, K κ (`slope_scale`)."""
-    z, cax, mu, r, *_ = _rcolu_scalars(x, spec)  # the per-cone weights go unused here
+    z, cax, mu, *_ = _rcolu_scalars(x, spec)  # its per-cone weights go unused
     s = spec.cone_dim
     scale = slope_scale(spec.eps)
-    r = r * (1 / scale)
+    # r/K, each term scaled first (r itself may overflow; see _rcolu_weights)
+    r = z * (1 / scale) - jnp.expand_dims(mu * (1 / scale), cax)
 
     def residuals(z, comp_axis):
         _, _, nru, rho, du, w, dw = _rcolu_weights(z, comp_axis, spec)
