@@ -417,11 +417,19 @@ def _rcolu_scalars(x, spec: ConeSpec):
     return (z, cax, *_rcolu_weights(z, cax, spec, value_only=True))
 
 
-def _rcolu_impl(x, spec):
-    z, cax, mu, _, *_, w, dw = _rcolu_scalars(x, spec)
-    wb = jnp.expand_dims(w, cax)
-    off = jnp.expand_dims(mu * (1 - w), cax)
+def _rcolu_output(x, spec, w):
+    """y = μ + w (x − μ) per block, for the per-cone weights `w`."""
+    ax, s = spec.axis, spec.cone_dim
+    z = x.reshape(x.shape[:ax] + (spec.num_cones, s) + x.shape[ax + 1:])
+    mu = _cmean(z, ax + 1, s)
+    wb = jnp.expand_dims(w, ax + 1)
+    off = jnp.expand_dims(mu * (1 - w), ax + 1)
     return (z * wb + off).reshape(x.shape)
+
+
+def _rcolu_impl(x, spec):
+    *_, w, dw = _rcolu_scalars(x, spec)
+    return _rcolu_output(x, spec, w)
 
 
 @ft.partial(jax.custom_jvp, nondiff_argnums=(1,))
@@ -430,22 +438,33 @@ def rcolu_kernel(x, spec: ConeSpec):
     return _rcolu_impl(x, spec)
 
 
-def _rcolu_tangent(x, spec, dx):
-    """y_k = μ + w (x_k − μ) gives dy_k = (1 − w) dμ + w dx_k + r_k dw with
-    dw = c (√S dμ − κ ⟨r, dx⟩) (c = W'(ρ)/d, κ = ρ/‖r‖; ⟨r, 1⟩ = 0), written so that
-    its automatic transpose has no short-axis reductions (see the module docstring).
-    For ε > 0 it is written with r/K and the residuals K c, K κ (`slope_scale`)."""
-    z, cax, mu, *_ = _rcolu_scalars(x, spec)  # its per-cone weights go unused
-    s = spec.cone_dim
-    scale = slope_scale(spec.eps)
-    # r/K, each term scaled first (r itself may overflow; see _rcolu_weights)
-    r = z * (1 / scale) - jnp.expand_dims(mu * (1 / scale), cax)
+def _rcolu_residuals(x, spec):
+    """Per cone w = W(ρ), K c and K κ (`_slopes`, K = `slope_scale(ε)`), in one pass."""
+    ax = spec.axis
+    z = x.reshape(x.shape[:ax] + (spec.num_cones, spec.cone_dim) + x.shape[ax + 1:])
+    unit = 1 / slope_scale(spec.eps)
 
     def residuals(z, comp_axis):
         _, _, nru, rho, du, w, dw = _rcolu_weights(z, comp_axis, spec)
-        return [w, *_slopes(rho, du, dw, nru, 1 / scale)]
+        return [w, *_slopes(rho, du, dw, nru, unit)]
 
-    w, c, kappa = (jnp.expand_dims(t, cax) for t in _per_cone(residuals, [z], cax, 3))
+    return _per_cone(residuals, [z], ax + 1, 3)
+
+
+def _rcolu_tangent(x, spec, res, dx):
+    """y_k = μ + w (x_k − μ) gives dy_k = (1 − w) dμ + w dx_k + r_k dw with
+    dw = c (√S dμ − κ ⟨r, dx⟩) (c = W'(ρ)/d, κ = ρ/‖r‖; ⟨r, 1⟩ = 0), written so that
+    its automatic transpose has no short-axis reductions (see the module docstring).
+    For ε > 0 it is written with r/K and the residuals `res` = (w, K c, K κ)
+    (`slope_scale`)."""
+    ax, s = spec.axis, spec.cone_dim
+    cax = ax + 1
+    z = x.reshape(x.shape[:ax] + (spec.num_cones, s) + x.shape[ax + 1:])
+    mu = _cmean(z, cax, s)
+    unit = 1 / slope_scale(spec.eps)
+    # r/K, each term scaled first (r itself may overflow; see _rcolu_weights)
+    r = z * unit - jnp.expand_dims(mu * unit, cax)
+    w, c, kappa = (jnp.expand_dims(t, cax) for t in res)
     dz = dx.reshape(z.shape)
     root_s = jnp.sqrt(jnp.asarray(s, x.dtype))
     dmu = jnp.sum(dz, axis=cax, keepdims=True) / s
@@ -457,9 +476,11 @@ def _rcolu_tangent(x, spec, dx):
 @rcolu_kernel.defjvp
 def _rcolu_jvp(spec, primals, tangents):
     (x,), (dx,) = primals, tangents
-    # with ε = 0, positively homogeneous: the Jacobian at a rescaled point
+    # with ε = 0, positively homogeneous: the slopes at a rescaled point, whose weights
+    # are those at x
     at = _homogeneous_scale(x, spec) if spec.eps == 0 else x
-    return _rcolu_impl(x, spec), _rcolu_tangent(at, spec, dx)
+    res = _rcolu_residuals(at, spec)
+    return _rcolu_output(x, spec, res[0]), _rcolu_tangent(at, spec, res, dx)
 
 
 @ft.partial(jax.jit, static_argnums=(1, 2))
