@@ -66,37 +66,49 @@ def _scaled_standardise(c: Array, axis, root_eps=0.0, reduce: str = "mean") -> A
     """
     c = c.astype(compute_dtype(c.dtype))
     m = _stop_max(c, axis)
-    u = c / m
+    return _standardise_bounded(c / m, axis, root_eps / m, reduce)
+
+
+def _standardise_bounded(u: Array, axis, e, reduce: str = "mean") -> Array:
+    """$u / \\sqrt{\\operatorname{reduce}(u^2) + e^2}$ along `axis` for $u$ of magnitude
+    at most 8 (its squares cannot overflow), $e$ never squared (`_inverse_root`)."""
     sq = u * u
     s = jnp.mean(sq, axis=axis, keepdims=True) if reduce == "mean" else jnp.sum(
         sq, axis=axis, keepdims=True)
-    return u * _inverse_root(s, root_eps / m)
+    return u * _inverse_root(s, e)
 
 
 @ft.partial(jax.jit, static_argnames=("axis", "eps"))
 def _centred_standardise(x: Array, axis, eps=0.0) -> Array:
     """$(x - \\bar x)/\\sqrt{\\overline{(x - \\bar x)^2} + ε}$ along `axis`, computed on
-    $x/m$ ($m$ a power of two near $\\max|x|$) so that neither the mean nor the centred
-    values can overflow. At an exactly constant input the centred values are set to 0
-    (see `_constant`) with the gradient of $x - \\bar x$ kept, so that with ε > 0 the
-    gradient there is $(I - \\tfrac1n J)/\\sqrt ε$, as it is nearby."""
+    $x/m$ ($m$ a power of two near $\\max|x|$, found from $\\max x$ and $\\min x$) so that
+    neither the mean nor the centred values can overflow: $|x/m| \\le 4$ (m is clamped
+    to the normal range), so the centred values are at most 8 and their squares are
+    summed without a second scaling (which would change no bit: it is by a power of
+    two). At an exactly constant input ($\\max x = \\min x$) the centred values are set
+    to 0 (see `_range`) with the gradient of $x - \\bar x$ kept, so that with ε > 0
+    the gradient there is $(I - \\tfrac1n J)/\\sqrt ε$, as it is nearby."""
     x = x.astype(compute_dtype(x.dtype))
-    m = _stop_max(x, axis)
+    largest, constant = _range(x, axis)
+    m = power_of_two_near(largest)
     u = x / m
     centred = u - jnp.mean(u, axis=axis, keepdims=True)
-    residue = jax.lax.stop_gradient(jnp.where(_constant(x, axis), centred, 0))
-    return _scaled_standardise(centred - residue, axis, math.sqrt(eps) / m)
+    residue = jax.lax.stop_gradient(jnp.where(constant, centred, 0))
+    return _standardise_bounded(centred - residue, axis, math.sqrt(eps) / m)
 
 
-def _constant(x: Array, axis) -> Array:
-    """Whether `x` is exactly constant along `axis` (kept): zero variance.
+def _range(x: Array, axis) -> tuple[Array, Array]:
+    """max|x| along `axis` (kept) and whether `x` is exactly constant there (zero
+    variance), both from max x and min x, gradient stopped.
 
     The centred values of a constant input are the rounding error of its mean (under
     `jit`, XLA's reciprocal-multiply mean leaves them nonzero for most constants), which
-    a zero-variance normaliser would blow up to unit scale; they are set to exactly 0
-    where this holds. The test is exact (no tolerance), so a nonconstant input, however
-    small its spread relative to its mean, is standardised."""
-    return jnp.max(x, axis=axis, keepdims=True) == jnp.min(x, axis=axis, keepdims=True)
+    a zero-variance normaliser would blow up to unit scale; callers set them to exactly 0
+    where the second value holds. The test is exact (no tolerance), so a nonconstant
+    input, however small its spread relative to its mean, is standardised."""
+    hi = jax.lax.stop_gradient(jnp.max(x, axis=axis, keepdims=True))
+    lo = jax.lax.stop_gradient(jnp.min(x, axis=axis, keepdims=True))
+    return jnp.maximum(jnp.abs(hi), jnp.abs(lo)), hi == lo
 
 
 def unit_vector(x: Float[Array, "*b n"]) -> Float[Array, "*b n"]:
@@ -320,13 +332,13 @@ def chi_statistics(x: Float[Array, "b n"]) -> tuple[Float[Array, " n"], Float[Ar
     _require_batch(x, "chi_statistics")
     x = x.astype(compute_dtype(x.dtype))
     dtype = x.dtype
-    m = _stop_max(x, None).reshape(())
+    largest, constant = _range(x, 0)
+    m = power_of_two_near(jnp.max(largest))
     u = x / m
     mu = jnp.mean(u, axis=0)
-    c = jnp.where(jnp.all(_constant(x, 0)), 0, u - mu)
-    k = _stop_max(c, None).reshape(())
-    s = jnp.mean(jnp.sum((c / k) ** 2, axis=-1))
-    rms = sqrt_or_zero(s) * k * m
+    c = jnp.where(jnp.all(constant), 0, u - mu)  # |c| ≤ 8 (see _centred_standardise)
+    s = jnp.mean(jnp.sum(c * c, axis=-1))
+    rms = sqrt_or_zero(s) * m
     return (mu * m).astype(dtype), rms.astype(dtype)
 
 
@@ -342,13 +354,13 @@ def batch_statistics(x: Float[Array, "b n"]) -> tuple[Float[Array, " n"], Float[
     _require_batch(x, "batch_statistics")
     x = x.astype(compute_dtype(x.dtype))
     dtype = x.dtype
-    m = _stop_max(x, 0)
+    largest, constant = _range(x, 0)
+    m = power_of_two_near(largest)
     u = x / m
     mu = jnp.mean(u, axis=0, keepdims=True)
-    c = jnp.where(_constant(x, 0), 0, u - mu)
-    k = _stop_max(c, 0)
-    s = jnp.mean((c / k) ** 2, axis=0, keepdims=True)
-    std = sqrt_or_zero(s) * k * m
+    c = jnp.where(constant, 0, u - mu)  # |c| ≤ 8 (see _centred_standardise)
+    s = jnp.mean(c * c, axis=0, keepdims=True)
+    std = sqrt_or_zero(s) * m
     return (mu * m)[0].astype(dtype), std[0].astype(dtype)
 
 

@@ -91,7 +91,7 @@ def _batch_centre(x, axis_name, reduce):
     scale, identity for one scale per coordinate), gradients stopped through m.
 
     A batch without spread (every coordinate constant over the batch, or per coordinate)
-    is centred to exactly 0, not to the rounding error of its mean (see `_constant` in
+    is centred to exactly 0, not to the rounding error of its mean (see `_range` in
     `_functional`); the test is exact, so any genuine spread is kept. Computed in
     `compute_dtype` (float32 for half precisions)."""
     x = x.astype(compute_dtype(x.dtype))
