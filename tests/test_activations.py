@@ -504,3 +504,12 @@ def test_user_sigma_growing_linearly_is_right_where_the_norm_overflows():
         yz = F.unitary_isotropic(jnp.asarray(z), sigma=lambda s, c=c: c * jnp.sqrt(s))
         np.testing.assert_allclose(np.asarray(yz, np.complex128), c * z.astype(np.complex128),
                                    rtol=1e-6)
+    # σ(s) = c √s with a huge c overflows (c ‖x‖ = 4e38) where c x is representable
+    # (components of 2e38), with ‖x‖ = 4e18 far below the largest float: its slope is
+    # taken further in, as for σ(r) = 2r above (the test of "near the largest float"
+    # compared ‖x‖ with float32's maximum rather than with the largest root, so this gave
+    # ±∞ in every component)
+    z = np.array([[2e18, 2e18j, -2e18, -2e18j]], np.complex64)
+    yz = F.unitary_isotropic(jnp.asarray(z), sigma=lambda s: 1e20 * jnp.sqrt(s))
+    np.testing.assert_allclose(np.asarray(yz, np.complex128), 1e20 * z.astype(np.complex128),
+                               rtol=1e-6)

@@ -286,10 +286,12 @@ def callable_profile(r, sigma: Callable, of_square: bool = False):
     are taken at 2⁻²⁴ r (so that f(x) = 2x for σ(r) = 2r is right wherever 2x is
     representable); a σ growing faster gives ±∞ there, as its true value. With `of_square`,
     `sigma` is a function of r² (the U(n) form), evaluated at r up to the square root of
-    the largest finite number (beyond which r² overflows)."""
+    the largest finite number (beyond which r² overflows), and "within 2²⁴" is of that
+    root: σ(s) = c√s is then c x wherever c x is representable."""
     ones = jnp.ones_like(r)
     top = float(jnp.finfo(r.dtype).max)
-    finite = jnp.minimum(r, _largest_root(r.dtype) if of_square else top)
+    limit = _largest_root(r.dtype) if of_square else top  # the largest r σ can be taken at
+    finite = jnp.minimum(r, limit)
     radial = (lambda t: sigma(t * t)) if of_square else sigma
     s, ds = jax.jvp(radial, (finite,), (ones,))
     # where σ(r) itself overflows near the largest float (σ(r) = 2r), its slope is taken
@@ -299,7 +301,7 @@ def callable_profile(r, sigma: Callable, of_square: bool = False):
     s_in, ds_in = jax.jvp(radial, (inward,), (ones,))
     s_deep = radial(inward * 2.0 ** -8)
     linear_tail = jnp.abs(s_in - s_deep * 2.0 ** 8) <= 2.0 ** -10 * jnp.abs(s_in)
-    overflows = jnp.isinf(s) & linear_tail & (finite >= top * 2.0 ** -24)
+    overflows = jnp.isinf(s) & linear_tail & (finite >= limit * 2.0 ** -24)
     ds = jnp.where(overflows, ds_in, ds)
     h = jnp.full_like(r, float(jnp.finfo(r.dtype).eps))
     d0 = radial(h) / h
