@@ -148,10 +148,13 @@ def scaled_norm(x: Inexact[Array, "*b n"], then=None):
     some row is outside it (|x| ≳ 1e12 or ≲ 1e-12 in float32, the zero row included) is
     a second, max-scaled pass made (`lax.cond` on the whole batch, so the common case costs one
     reduction). A row with an infinite (real or imaginary) component has r = r_s = ∞
-    and p = 1. With `then`, returns `then(r, p, rs, u)` computed inside both branches (so
-    per-row follow-up work fuses with the norm's), where u is 1/‖d‖ for d the signs of
-    the row's infinite components (the direction it points in; 0 for rows without, and
-    only computed when the max-scaled pass is made). `x` must be float32/float64 or
+    and p = 1. With `then`, returns `then(r, p, rs, u, exceptional)` computed inside both
+    branches (so per-row follow-up work fuses with the norm's, and work on the whole of x
+    that only rows outside the trusted range need is left out of the common case), where
+    u is 1/‖d‖ for d the signs of the row's infinite components (the direction it points
+    in; 0 for rows without, and only computed when the max-scaled pass is made) and
+    `exceptional` is a Python bool, False in the fast branch: there every component of x
+    is finite, except in rows holding a NaN. `x` must be float32/float64 or
     complex64/complex128. Not differentiable: callers define their own derivative rules.
     """
     sq = x * x if not jnp.iscomplexobj(x) else jnp.real(x * jnp.conj(x))
@@ -160,13 +163,13 @@ def scaled_norm(x: Inexact[Array, "*b n"], then=None):
     # s = 0 is not trusted: it may be the underflow of a tiny non-zero row (|x| ≲ 1e-19 in
     # float32), which would then be read as the zero vector
     ok = ((s >= lo) & (s <= hi)) | jnp.isnan(s)
-    then = then if then is not None else (lambda r, p, rs, u: (r, p, rs, u))
+    then = then if then is not None else (lambda r, p, rs, u, exceptional: (r, p, rs, u))
 
     def fast(x, s, ok):
         # finite slope at s = 0, where the rules that call this (differentiated again
         # for second derivatives) multiply it by ds = 0
         rs = sqrt_or_zero(s)
-        return then(rs, jnp.ones_like(rs), rs, jnp.zeros_like(rs))
+        return then(rs, jnp.ones_like(rs), rs, jnp.zeros_like(rs), False)
 
     def rescue(x, s, ok):
         m = jnp.max(jnp.abs(x), axis=-1)
@@ -183,7 +186,7 @@ def scaled_norm(x: Inexact[Array, "*b n"], then=None):
         rs = jnp.where(ok, rs_fast, rs_slow)
         signs = infinite_signs(x)
         count = jnp.sum(jnp.real(signs * jnp.conj(signs)), axis=-1)
-        return then(rs / p, p, rs, inverse_or_zero(jnp.sqrt(count)))
+        return then(rs / p, p, rs, inverse_or_zero(jnp.sqrt(count)), True)
 
     if x.size == 0:
         return fast(x, s, ok)

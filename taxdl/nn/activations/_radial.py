@@ -45,15 +45,19 @@ def _coefficients(r, p, rs, u, profile: Profile, derivative: bool):
     return p, q, u, g, dsig - g, inv_r
 
 
-def _value(x, p, q, u, profile: Profile):
+def _value(x, p, q, u, profile: Profile, exceptional: bool = True):
     """$(p x)\\,q$, and at infinite components of x (r = ∞) the limit
     $A(∞)\\,x + B(∞)\\,\\hat d$ with $\\hat d = d\\,u$ the unit vector of their signs
     (`infinite_signs`): ±∞ where σ grows linearly, σ(∞) d̂ where it is bounded (the
     other components of such a row are $A(∞) x_i$, as $(p x) q$ gives them). The
-    selects join the pass that writes y (no extra pass over x)."""
+    selects join the pass that writes y (no extra pass over x), and are left out where
+    x has no infinite components (`exceptional` False, the common branch of
+    `scaled_norm`), where they would cost a quarter of the pass."""
     y = (x * p[..., None].astype(x.dtype)) * q[..., None].astype(x.dtype)
     if getattr(profile, "func", None) is callable_profile:   # only a user σ overflows
         y = _zeros_stay_zero(y, x, jnp.isinf(q))
+    if not exceptional:
+        return y
     with jax.ensure_compile_time_eval():  # σ's limit, a constant unless σ holds tracers
         a_inf, b_inf, _ = profile(jnp.asarray(jnp.inf, jnp.real(x).dtype))
         try:
@@ -70,18 +74,24 @@ def _value(x, p, q, u, profile: Profile):
     return jnp.where(jnp.isinf(x), jnp.where(a_inf != 0, linear, signs), y)
 
 
+def _norm_and_value(x, profile: Profile, derivative: bool):
+    """y = f(x) and the per-row coefficients, inside `scaled_norm`'s branches."""
+    def then(r, p, rs, u, exceptional):
+        p, q, u, *rest = _coefficients(r, p, rs, u, profile, derivative)
+        return _value(x, p, q, u, profile, exceptional), *rest
+
+    return scaled_norm(x, then)
+
+
 @ft.partial(jax.custom_jvp, nondiff_argnums=(1,))
 def _radial(x, profile: Profile):
-    p, q, u = scaled_norm(x, ft.partial(_coefficients, profile=profile, derivative=False))
-    return _value(x, p, q, u, profile)
+    return _norm_and_value(x, profile, derivative=False)[0]
 
 
 @_radial.defjvp
 def _radial_jvp(profile, primals, tangents):
     (x,), (dx,) = primals, tangents
-    p, q, u, g, k, inv_r = scaled_norm(
-        x, ft.partial(_coefficients, profile=profile, derivative=True))
-    y = _value(x, p, q, u, profile)
+    y, g, k, inv_r = _norm_and_value(x, profile, derivative=True)
     # x̂·dx = Σ (x/r) dx and the rank-one term (k x̂·dx) x̂, with x̂ = x/r written
     # elementwise (never materialised), in the same shape as a plain autodiff graph, so
     # that XLA computes y and the cotangent in one pass. Every per-row factor is O(1) or
