@@ -295,18 +295,33 @@ def _slopes(rho, du, dw, nbu, unit: float):
     return c, jnp.clip(kappa, -big, big)
 
 
-def _colu_primal(x, spec):
-    """The output and, per cone, w = W(ρ), K c = K W'(ρ)/d and K κ = K ρ/‖b‖ for the
-    static power of two K = `slope_scale(ε)` (so that dw = c (da − κ ⟨b, db⟩); see
-    `_slopes`)."""
+def _colu_residuals(x, spec, rescale: bool = False):
+    """Per cone w = W(ρ), K c = K W'(ρ)/d and K κ = K ρ/‖b‖ for the static power of two
+    K = `slope_scale(ε)` (so that dw = c (da − κ ⟨b, db⟩); see `_slopes`), in one pass.
+    With `rescale` (block layout), they are taken at the point whose cones are each
+    scaled by a power of two p bringing their largest component near 1 (as
+    `_homogeneous_scale` does, gradient stopped), and p is returned as a fourth value:
+    the scaling happens on the per-cone values in the same pass, instead of a pass that
+    writes the scaled point."""
     z, a, body, cax = _split(x, spec)
     unit = _unit(spec.eps)
 
     def residuals(a, body, comp_axis):
-        nbu, rho, du, w, dw = _weights(_comps(a, comp_axis, 0), body, comp_axis, spec)
-        return [w, *_slopes(rho, du, dw, nbu, unit)]
+        a = _comps(a, comp_axis, 0)
+        if rescale:
+            m = jnp.maximum(jnp.abs(a), _cmax(jnp.abs(body), comp_axis, spec.cone_dim - 1))
+            p = jax.lax.stop_gradient(_power_of_two_scale(m))
+            a, body = a * p, body * jnp.expand_dims(p, comp_axis)
+        nbu, rho, du, w, dw = _weights(a, body, comp_axis, spec)
+        return [w, *_slopes(rho, du, dw, nbu, unit)] + ([p] if rescale else [])
 
-    w, c, kappa = _per_cone(residuals, [jnp.expand_dims(a, cax), body], cax, 3)
+    return _per_cone(residuals, [jnp.expand_dims(a, cax), body], cax, 4 if rescale else 3)
+
+
+def _colu_primal(x, spec):
+    """The output and the per-cone residuals (w, K c, K κ) of `_colu_residuals`."""
+    z, a, body, cax = _split(x, spec)
+    w, c, kappa = _colu_residuals(x, spec)
     return _colu_output(x, spec, z, a, body, cax, w), (w, c, kappa)
 
 
@@ -384,9 +399,13 @@ def _colu_jvp(spec, primals, tangents):
         # the cone weights are positively homogeneous of degree 0: their slopes are taken
         # at a rescaled point (see _homogeneous_scale); a rectified axis's R'(a) at x
         # (the weights w are the same at both points, so the output uses them on x)
-        xs = _homogeneous_scale(x, spec)
-        _, res = _colu_primal(xs, spec)
         z, a, body, cax = _split(x, spec)
+        if spec.layout == "block":  # per-cone scales, from the residual pass
+            *res, p = _colu_residuals(x, spec, rescale=True)
+            xs = (z * jnp.expand_dims(p, cax)).reshape(x.shape)
+        else:
+            xs = _homogeneous_scale(x, spec)
+            res = _colu_residuals(xs, spec)
         y = _colu_output(x, spec, z, a, body, cax, res[0])
         return y, _colu_tangent(xs, spec, res, dx, x_rect=x)
     scale = slope_scale(spec.eps)
