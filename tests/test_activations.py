@@ -286,6 +286,25 @@ def test_isotropic_infinite_components(dtype):
                                rtol=1e-6)
 
 
+@pytest.mark.parametrize("trusted", [True, False])
+def test_isotropic_nan_rows_stay_nan(trusted):
+    """A row holding a NaN (with or without infinite components beside it) gives NaN in
+    every component, never a silent number, whichever branch of the norm the batch
+    takes (all rows in the trusted range, or one tiny row forcing the max-scaled pass);
+    the other rows keep their values."""
+    x = np.array([[np.nan, 1.0, 0.0], [np.inf, np.nan, 0.0], [1.0, -2.0, 2.0],
+                  [1.0, 1.0, 1.0] if trusted else [1e-30, 0.0, 0.0]], np.float32)
+    for f, sigma in [(F.isotropic_tanh, np.tanh),
+                     (ft.partial(F.isotropic_relu, r0=1.0, r_max=2.0),
+                      lambda r: np.clip(r - 1.0, 0, 2.0)),
+                     (ft.partial(F.isotropic_leaky_relu, alpha=0.1, r0=1.0),
+                      lambda r: np.where(r < 1.0, 0.1 * r, r - 0.9))]:
+        y = np.asarray(jax.jit(f)(jnp.asarray(x)), np.float64)
+        assert np.all(np.isnan(y[:2]))
+        np.testing.assert_allclose(y[2:], _radial_np(x[2:].astype(np.float64), sigma),
+                                   rtol=1e-5, atol=1e-37)
+
+
 class _ScaledTanh(eqx.Module):
     """σ(r) = tanh(a r) with a trainable slope a."""
 

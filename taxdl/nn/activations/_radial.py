@@ -49,10 +49,11 @@ def _value(x, p, q, u, profile: Profile, exceptional: bool = True):
     """$(p x)\\,q$, and at infinite components of x (r = ∞) the limit
     $A(∞)\\,x + B(∞)\\,\\hat d$ with $\\hat d = d\\,u$ the unit vector of their signs
     (`infinite_signs`): ±∞ where σ grows linearly, σ(∞) d̂ where it is bounded (the
-    other components of such a row are $A(∞) x_i$, as $(p x) q$ gives them). The
-    selects join the pass that writes y (no extra pass over x), and are left out where
-    x has no infinite components (`exceptional` False, the common branch of
-    `scaled_norm`), where they would cost a quarter of the pass."""
+    other components of such a row are $A(∞) x_i$, as $(p x) q$ gives them; a row that
+    also holds a NaN is NaN throughout). The selects join the pass that writes y (no
+    extra pass over x), and are left out where x has no infinite components
+    (`exceptional` False, the common branch of `scaled_norm`), where they would cost
+    4–8% of the forward."""
     y = (x * p[..., None].astype(x.dtype)) * q[..., None].astype(x.dtype)
     if getattr(profile, "func", None) is callable_profile:   # only a user σ overflows
         y = _zeros_stay_zero(y, x, jnp.isinf(q))
@@ -71,7 +72,9 @@ def _value(x, p, q, u, profile: Profile, exceptional: bool = True):
         linear = jax.lax.complex(a_inf * jnp.real(x), a_inf * jnp.imag(x))
     else:
         linear = a_inf * x
-    return jnp.where(jnp.isinf(x), jnp.where(a_inf != 0, linear, signs), y)
+    # (a row that also holds a NaN has q = NaN and stays NaN throughout)
+    limit = jnp.isinf(x) & ~jnp.isnan(q)[..., None]
+    return jnp.where(limit, jnp.where(a_inf != 0, linear, signs), y)
 
 
 def _norm_and_value(x, profile: Profile, derivative: bool):
