@@ -326,6 +326,31 @@ def test_binary_operations_are_finite_at_edge_cases():
                                1e30 * tf.isotropic_min(base, base[::-1]), rtol=1e-5)
 
 
+def test_ray_operations_propagate_nan_rows():
+    """A NaN in x or in n makes x·n undefined: the whole row is NaN (not x passed through
+    with one NaN component, as if the point were on the kept side), in every branch of
+    the norm (a tiny row forces the max-scaled pass); the other rows keep their values
+    (eq 55/56 in float64 NumPy)."""
+    x = np.array([[np.nan, 1.0, 0.5], [1.0, 2.0, 3.0], [0.2, -0.1, 0.3], [1e-30, 0.0, 1e-30]],
+                 np.float32)
+    n = np.array([[1.0, 1.0, 1.0], [1.0, np.nan, 0.0], [1.0, 1.0, 1.0], [1.0, 0.0, 0.0]],
+                 np.float32)
+
+    def reference(x, n, side):
+        d, nn = x @ n, n @ n
+        moves = (d > nn) if side == "min" else (d < nn) & (d != 0)
+        return np.where(moves, nn / np.where(d != 0, d, 1) * x, x)
+
+    for f, side in ((tf.isotropic_min, "min"), (tf.isotropic_max, "max")):
+        for rows in (slice(0, 3), slice(0, 4)):
+            y = np.asarray(jax.jit(f)(jnp.asarray(x[rows]), jnp.asarray(n[rows])))
+            assert np.all(np.isnan(y[:2])), side
+            for i in range(2, y.shape[0]):
+                np.testing.assert_allclose(
+                    y[i], reference(x[i].astype(np.float64), n[i].astype(np.float64), side),
+                    rtol=1e-6, atol=1e-37)
+
+
 
 def test_isotropic_multiply_overflows_only_along_n():
     """Where (‖n‖ − 1)(x·n̂) overflows, the true result is ±∞ only in the components

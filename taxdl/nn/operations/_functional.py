@@ -79,6 +79,9 @@ def _ray_terms(x, n, side: str):
         moves = ~orthogonal & (d > 0) & (d > bound)
     else:               # on the origin's side: mapped onto it
         moves = ~orthogonal & (d < bound)
+    # a row whose x·n is NaN (x or n holds a NaN, or ∞ − ∞) takes the moving formula,
+    # which is NaN throughout, instead of passing x through as if it were on the kept side
+    moves = moves | jnp.isnan(d)
     return _safe_ratio(nn, d, moves), x * px, n * pn, d, nn, px, pn, moves
 
 
@@ -153,7 +156,8 @@ def isotropic_min(x: Float[Array, "*b n"], n: Float[Array, "*#b n"]) -> Float[Ar
     \\operatorname{sign}(x\\cdot n)\\,x$, the identity when $x\\cdot n = 0$.
 
     Points on the origin side of the hyperplane $x\\cdot n = \\|n\\|^2$ are kept; the others
-    are moved along their ray from the origin onto the hyperplane (no refraction).
+    are moved along their ray from the origin onto the hyperplane (no refraction). A
+    row holding a NaN, or whose x·n is undefined (∞ − ∞), is NaN throughout.
 
     **Symmetry:** $f(Rx, Rn) = R f(x, n)$ for every $R ∈ O(n)$ (and for scalings).
     """
@@ -170,7 +174,8 @@ def isotropic_max(x: Float[Array, "*b n"], n: Float[Array, "*#b n"]) -> Float[Ar
     the line through the origin onto it, $x \\mapsto \\frac{\\|n\\|^2}{x\\cdot n}x$ (for
     $x\\cdot n < 0$ this reverses the direction, as eq 56 prescribes). The factor grows
     like $1/(x\\cdot n)$ near the plane $x\\cdot n = 0$; the result is ±∞ only where the
-    true one is beyond the dtype's largest number, and never NaN.
+    true one is beyond the dtype's largest number, and never NaN for finite x and n. A
+    row holding a NaN, or whose x·n is undefined (∞ − ∞), is NaN throughout.
 
     **Symmetry:** $f(Rx, Rn) = R f(x, n)$ for every $R ∈ O(n)$ (and for scalings).
     """
