@@ -326,7 +326,7 @@ def test_binary_operations_are_finite_at_edge_cases():
                                1e30 * tf.isotropic_min(base, base[::-1]), rtol=1e-5)
 
 
-def test_ray_operations_propagate_nan_rows():
+def test_ray_operations_and_box_clip_propagate_nan_rows():
     """A NaN in x or in n makes x·n undefined: the whole row is NaN (not x passed through
     with one NaN component, as if the point were on the kept side), in every branch of
     the norm (a tiny row forces the max-scaled pass); the other rows keep their values
@@ -349,6 +349,10 @@ def test_ray_operations_propagate_nan_rows():
                 np.testing.assert_allclose(
                     y[i], reference(x[i].astype(np.float64), n[i].astype(np.float64), side),
                     rtol=1e-6, atol=1e-37)
+    # the direction-preserving box clip (eq 60) likewise
+    y = np.asarray(jax.jit(tf.box_clip)(jnp.asarray(x[[0, 1, 3]] * 4)))
+    assert np.all(np.isnan(y[0])) and np.all(np.isfinite(y[1:]))
+    np.testing.assert_allclose(y[1], [4 / 12, 8 / 12, 1.0], rtol=1e-6)
 
 
 

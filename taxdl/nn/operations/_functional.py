@@ -304,14 +304,14 @@ def box_clip(x: Float[Array, "*b n"], bound: float = 1.0) -> Float[Array, "*b n"
     Eq 60 writes $\\max_i(x\\cdot\\hat e_i)$; with a negative largest coordinate that would
     flip the vector, so the magnitude $\\max_i|x\\cdot\\hat e_i|$ is used, which is what the
     text describes ("projected back onto the boundary along a line between the origin
-    and the original coordinate"). $f(0) = 0$.
+    and the original coordinate"). $f(0) = 0$; a row holding a NaN is NaN throughout.
 
     **Symmetry:** Bₙ-equivariant (the box is not rotation-invariant).
     """
     require_floating(x, "box_clip", "x")
     bound = check_real(bound, "bound", low=0, low_open=True)
     m = jnp.max(jnp.abs(x), axis=-1, keepdims=True)
-    clip = m > bound
+    clip = (m > bound) | jnp.isnan(m)  # a row holding a NaN is NaN throughout
     # b·(x/m) with x and m first divided by a power of two q near m (exact): the factor
     # b/m itself is subnormal for m ≳ 2¹²⁶ in float32 and flushed to 0 on CPUs
     q = jax.lax.stop_gradient(power_of_two_near(m))
