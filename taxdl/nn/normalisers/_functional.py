@@ -17,7 +17,8 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from .._numerics import compute_dtype, power_of_two_near, require_floating, sqrt_or_zero
+from .._numerics import (compute_dtype, power_of_two_near, require_floating, sqrt_or_zero,
+                         sum_of_squares_bounds)
 from ..._types import INT_TYPES, IntLike, RealLike, check_int
 from ._checks import check_eps
 from ..activations._functional import isotropic_tanh
@@ -52,21 +53,56 @@ def _inverse_root(s: Array, e: Array) -> Array:
     return jnp.where(ok, 1 / (hi_safe * jnp.sqrt(1 + t * t)), jnp.where(hi != hi, hi, 0))
 
 
-@ft.partial(jax.jit, static_argnames=("axis", "reduce"))
-def _scaled_standardise(c: Array, axis, root_eps=0.0, reduce: str = "mean") -> Array:
+@ft.partial(jax.jit, static_argnames=("axis", "root_eps", "reduce"))
+def _scaled_standardise(c: Array, axis, root_eps: float = 0.0, reduce: str = "mean") -> Array:
     """$c / \\sqrt{\\operatorname{reduce}(c^2) + ε}$ along `axis`, overflow-safe, given
-    `root_eps` $= \\sqrt ε$ (a number or an array broadcasting against the reduced
-    shape).
+    `root_eps` $= \\sqrt ε$ (a Python number, static).
 
     $c$ is divided by a power of two $m \\approx \\max|c|$ (gradient stopped; the result
     does not depend on $m$), so the squares cannot overflow; $\\sqrt ε$ is rescaled by
     $1/m$ and never squared, so an ε that dominates a tiny input cannot overflow either.
+    The value skips that division (and the pass it costs) when no row needs it
+    (`_standardise`).
     Where the denominator vanishes (all-zero $c$ with $ε = 0$) the result is $0$ with a
     zero gradient. Computed in `compute_dtype` (float32 for half precisions).
     """
     c = c.astype(compute_dtype(c.dtype))
+    return _standardise(c, root_eps, axis, reduce)
+
+
+def _standardise_by_max(c: Array, root_eps: float, axis, reduce: str) -> Array:
     m = _stop_max(c, axis)
     return _standardise_bounded(c / m, axis, root_eps / m, reduce)
+
+
+@ft.partial(jax.custom_jvp, nondiff_argnums=(1, 2, 3))
+def _standardise(c: Array, root_eps: float, axis, reduce: str) -> Array:
+    """`_standardise_by_max`, its value computed from the plain sum of squares when every
+    row's is in the trusted range (`sum_of_squares_bounds`; a whole-batch `lax.cond`):
+    one reduction and one elementwise pass instead of a max, a pass writing c/m out in
+    full and a reduction of it. Division by the power of two m changes no bit, so the
+    two agree to rounding (exactly unless some squares underflow). Derivatives are those
+    of `_standardise_by_max`."""
+    s = jnp.sum(c * c, axis=axis, keepdims=True)
+    lo, hi = sum_of_squares_bounds(c.dtype)
+    trusted = jnp.all(((s >= lo) & (s <= hi)) | jnp.isnan(s))
+
+    def plain(c, s):
+        if reduce == "mean":
+            s = s / (c.size // s.size)
+        return c * _inverse_root(s, jnp.asarray(root_eps, c.dtype))
+
+    def by_max(c, s):
+        return _standardise_by_max(c, root_eps, axis, reduce)
+
+    if c.size == 0:
+        return by_max(c, s)
+    return jax.lax.cond(trusted, plain, by_max, c, s)
+
+
+@_standardise.defjvp
+def _standardise_jvp(root_eps, axis, reduce, primals, tangents):
+    return jax.jvp(lambda c: _standardise_by_max(c, root_eps, axis, reduce), primals, tangents)
 
 
 def _standardise_bounded(u: Array, axis, e, reduce: str = "mean") -> Array:
