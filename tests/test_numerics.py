@@ -32,6 +32,36 @@ def test_materialise_is_the_identity_in_every_mode():
                                rtol=1e-6)
 
 
+_WHOLE_BATCH = {
+    "isotropic_tanh": F.isotropic_tanh,
+    "isotropic_relu": lambda x: F.isotropic_relu(x, r0=0.5),
+    "rms_norm": lambda x: F.rms_norm(x, jnp.ones(x.shape[-1]), 1e-6),
+    "unit_vector": F.unit_vector,
+    "isotropic_min": lambda x: F.isotropic_min(x, jnp.full(x.shape[-1], 0.3)),
+    "isotropic_multiply": lambda x: F.isotropic_multiply(x, jnp.full(x.shape[-1], 0.3)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_WHOLE_BATCH))
+def test_vmapped_calls_keep_the_whole_batch_cond(name):
+    """Under `jax.vmap` (one example per call, as with Equinox modules) the overflow-safe
+    kernels keep their whole-batch `lax.cond` (its predicate is taken over the mapped
+    axis too; a batched predicate would evaluate both branches), and give the values of
+    the batched call, also when one row (tiny) sends the batch down the max-scaled
+    branch, in value and gradient."""
+    f = _WHOLE_BATCH[name]
+    x = jnp.asarray(np.random.default_rng(3).normal(size=(6, 5)), jnp.float32)
+    assert "conditional(" in jax.jit(jax.vmap(f)).lower(x).compile().as_text()
+    assert "conditional(" in jax.jit(jax.vmap(jax.vmap(f))).lower(
+        x.reshape(2, 3, 5)).compile().as_text()
+    for batch in (x, x.at[2].multiply(1e-30)):
+        np.testing.assert_array_equal(np.asarray(jax.jit(jax.vmap(f))(batch)),
+                                      np.asarray(jax.jit(f)(batch)))
+        loss = lambda z: jnp.sum(jnp.sin(f(z)))  # noqa: E731
+        np.testing.assert_allclose(np.asarray(jax.vmap(jax.grad(loss))(batch)),
+                                   np.asarray(jax.grad(loss)(batch)), rtol=1e-6, atol=0)
+
+
 def test_materialise_keeps_its_loop_in_the_compiled_program():
     text = jax.jit(lambda x: materialise(jnp.exp(x)) + 1).lower(
         jnp.ones((64, 64))).compile().as_text()

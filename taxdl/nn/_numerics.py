@@ -142,20 +142,21 @@ def scaled_norm(x: Inexact[Array, "*b n"], then=None):
     """Row norms of `x` (over the last axis) in a form that never overflows.
 
     Returns `(r, p, rs)`, each of shape `x.shape[:-1]`: the norm $r$ (infinite only if the
-    true norm exceeds the dtype's maximum), a power-of-two scale $p$, and $r_s = \\|p x\\|$,
-    which is always a normal number (or 0). Rows whose plain sum of squares is in the
-    trusted range (see `sum_of_squares_bounds`) take the fast path $p = 1$; only when
-    some row is outside it (|x| ≳ 1e12 or ≲ 1e-12 in float32, the zero row included) is
-    a second, max-scaled pass made (`lax.cond` on the whole batch, so the common case costs one
-    reduction). A row with an infinite (real or imaginary) component has r = r_s = ∞
-    and p = 1. With `then`, returns `then(r, p, rs, u, exceptional)` computed inside both
-    branches (so per-row follow-up work fuses with the norm's, and work on the whole of x
-    that only rows outside the trusted range need is left out of the common case), where
-    u is 1/‖d‖ for d the signs of the row's infinite components (the direction it points
-    in; 0 for rows without, and only computed when the max-scaled pass is made) and
-    `exceptional` is a Python bool, False in the fast branch: there every component of x
-    is finite, except in rows holding a NaN. `x` must be float32/float64 or
-    complex64/complex128. Not differentiable: callers define their own derivative rules.
+    true norm exceeds the dtype's maximum), a power-of-two scale $p$, and $r_s = \\|p
+    x\\|$, which is always a normal number (or 0). Rows whose plain sum of squares is in
+    the trusted range (see `sum_of_squares_bounds`) take the fast path $p = 1$; only when
+    some row is outside it (|x| ≳ 1e12 or ≲ 1e-12 in float32, the zero row included) is a
+    second, max-scaled pass made (`lax.cond` on the whole batch, across `jax.vmap` too
+    (`all_rows`), so the common case costs one reduction). A row with an infinite (real or
+    imaginary) component has r = r_s = ∞ and p = 1. With `then`, returns `then(r, p, rs,
+    u, exceptional)` computed inside both branches (so per-row follow-up work fuses with
+    the norm's, and work on the whole of x that only rows outside the trusted range need
+    is left out of the common case), where u is 1/‖d‖ for d the signs of the row's
+    infinite components (the direction it points in; 0 for rows without, and only computed
+    when the max-scaled pass is made) and `exceptional` is a Python bool, False in the
+    fast branch: there every component of x is finite, except in rows holding a NaN. `x`
+    must be float32/float64 or complex64/complex128. Not differentiable: callers define
+    their own derivative rules.
     """
     sq = x * x if not jnp.iscomplexobj(x) else jnp.real(x * jnp.conj(x))
     s = jnp.sum(sq, axis=-1)
@@ -190,7 +191,23 @@ def scaled_norm(x: Inexact[Array, "*b n"], then=None):
 
     if x.size == 0:
         return fast(x, s, ok)
-    return jax.lax.cond(jnp.all(ok), fast, rescue, x, s, ok)
+    return jax.lax.cond(all_rows(ok), fast, rescue, x, s, ok)
+
+
+@jax.custom_batching.custom_vmap
+def all_rows(ok: Array) -> Array:
+    """`jnp.all(ok)`, and under `jax.vmap` the same over the mapped axes too (an
+    unbatched result): the predicate of a whole-batch `lax.cond` whose branches agree
+    row by row to rounding, so that a vmapped call keeps the `lax.cond` (a batched
+    predicate would turn it into a select that evaluates both branches: 2–3× slower
+    for the isotropic activations under `jax.vmap`)."""
+    return jnp.all(ok)
+
+
+@all_rows.def_vmap
+def _all_rows_vmap(axis_size, in_batched, ok):
+    # (itself through `all_rows`, so that an enclosing `jax.vmap` is reduced over too)
+    return all_rows(ok), False
 
 
 @jax.custom_jvp

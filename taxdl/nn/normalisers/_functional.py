@@ -17,8 +17,8 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from .._numerics import (compute_dtype, power_of_two_near, require_floating, sqrt_or_zero,
-                         sum_of_squares_bounds)
+from .._numerics import (all_rows, compute_dtype, power_of_two_near, require_floating,
+                         sqrt_or_zero, sum_of_squares_bounds)
 from ..._types import INT_TYPES, IntLike, RealLike, check_int
 from ._checks import check_eps
 from ..activations._functional import isotropic_tanh
@@ -85,7 +85,7 @@ def _standardise(c: Array, root_eps: float, axis, reduce: str) -> Array:
     of `_standardise_by_max`."""
     s = jnp.sum(c * c, axis=axis, keepdims=True)
     lo, hi = sum_of_squares_bounds(c.dtype)
-    trusted = jnp.all(((s >= lo) & (s <= hi)) | jnp.isnan(s))
+    trusted = all_rows(((s >= lo) & (s <= hi)) | jnp.isnan(s))
 
     def plain(c, s):
         if reduce == "mean":

@@ -14,7 +14,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float
 
 from ..._types import check_real
-from .._numerics import (_power_of_two_scale, compute_dtype, exp2_int, inverse_or_zero,
+from .._numerics import (_power_of_two_scale, all_rows, compute_dtype, exp2_int, inverse_or_zero,
                          power_of_two_near, require_floating, sqrt_or_zero)
 from ..activations._functional import isotropic_tanh
 
@@ -58,7 +58,7 @@ def _pair_sums(x, n):
 
     if x.size == 0 or n.size == 0:
         return fast(x, n, d, nn, xx)
-    return jax.lax.cond(jnp.all(trusted(xx)) & jnp.all(trusted(nn)), fast, rescue,
+    return jax.lax.cond(all_rows(trusted(xx)) & all_rows(trusted(nn)), fast, rescue,
                         x, n, d, nn, xx)
 
 
