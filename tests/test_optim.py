@@ -470,6 +470,35 @@ def test_global_norm_of_huge_and_tiny_float32_gradients(scale):
                                        rtol=1e-5, atol=1e-7)
 
 
+def test_vmapped_updates_of_an_ensemble_keep_the_global_norm_branch():
+    """Under `jax.vmap` over ensemble members the global norm's `lax.cond` is kept (its
+    predicate spans the members; a per-member predicate would evaluate the max-scaled
+    rescue at every step), and each member's update is its own, also when one member's
+    gradient is tiny enough to send the ensemble down the rescue branch (float64 eq 52
+    references for the normalised step)."""
+    rng = np.random.default_rng(1)
+    g = {"a": jnp.asarray(rng.normal(size=(3, 4, 5)), jnp.float32),
+         "b": jnp.asarray(rng.normal(size=(3, 6)), jnp.float32)}
+    for opt in (optim.adasgd(0.1), optim.normalised_sgd(1.0, eps=0.0)):
+        step = jax.jit(jax.vmap(lambda g, s: opt.update(g, s)))
+        assert "conditional(" in step.lower(g, jax.vmap(opt.init)(g)).compile().as_text()
+        for grads in (g, jax.tree.map(lambda x: x.at[1].multiply(1e-30), g)):
+            u, _ = step(grads, jax.vmap(opt.init)(grads))
+            for i in range(3):
+                member = jax.tree.map(lambda x: x[i], grads)
+                u_i, _ = jax.jit(opt.update)(member, opt.init(member))
+                for k in g:
+                    np.testing.assert_allclose(np.asarray(u[k][i]), np.asarray(u_i[k]),
+                                               rtol=1e-6, atol=0)
+    gi = jax.tree.map(lambda x: np.asarray(x[1], np.float64) * 1e-30, g)
+    norm = np.sqrt(sum(np.sum(v ** 2) for v in jax.tree.leaves(gi)))
+    nsgd = optim.normalised_sgd(1.0, eps=0.0)
+    tiny = jax.tree.map(lambda x: x.at[1].multiply(1e-30), g)
+    u, _ = jax.jit(jax.vmap(nsgd.update))(tiny, jax.vmap(nsgd.init)(tiny))
+    for k in g:
+        np.testing.assert_allclose(np.asarray(u[k][1], np.float64), -gi[k] / norm, rtol=1e-5)
+
+
 def test_inject_hyperparams_without_momentum_and_in_half_precision():
     """`optax.inject_hyperparams` builds the chain from concrete arrays in `init` and traced
     ones in a compiled `update`: both must build the same chain, and array

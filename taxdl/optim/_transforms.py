@@ -15,7 +15,7 @@ from jaxtyping import Array, Int
 from optax import tree_utils as otu
 
 from .._types import check_bool, check_real
-from ..nn._numerics import one_minus_power, sum_of_squares_bounds
+from ..nn._numerics import all_rows, one_minus_power, sum_of_squares_bounds
 
 
 def _is_real(value) -> bool:
@@ -150,7 +150,9 @@ def _global_norm(tree, dtype) -> Array:
         scaled = jax.tree.map(lambda leaf: _divide(leaf, m_safe), tree)
         return jnp.where(usable, jnp.sqrt(_global_sq_norm(scaled, dtype)) * m, m)
 
-    return jax.lax.cond(trusted, lambda tree: jnp.sqrt(s), rescue, tree)
+    # (all_rows: under jax.vmap, over an ensemble say, the predicate spans the members,
+    # so that the cond is kept; the rescued norm equals the plain one to rounding)
+    return jax.lax.cond(all_rows(trusted), lambda tree: jnp.sqrt(s), rescue, tree)
 
 
 # ============================================================================ AdaSGD
