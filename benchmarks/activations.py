@@ -59,6 +59,7 @@ CANDIDATES = {
                                             delta=0.5),
     "isotropic_sinusoid": ft.partial(F.isotropic_sinusoid, lam=1.0),
     "squash": F.squash,
+    "isotropic_tanh vmap": jax.vmap(F.isotropic_tanh),  # one row per call, as eqx modules
     "naive isotropic_tanh": naive_isotropic_tanh,
     # conic
     "colu hard S=4": ft.partial(F.colu, cone_dim=4),
@@ -69,6 +70,7 @@ CANDIDATES = {
     "colu soft S=4 shared": ft.partial(F.colu, cone_dim=4, projection="soft",
                                        shared_axis=True),
     "rcolu hard S=4": ft.partial(F.rcolu, cone_dim=4),
+    "colu hard S=4 vmap": jax.vmap(ft.partial(F.colu, cone_dim=4)),
     "authors' colu hard S=4": authors_colu,
 }
 
