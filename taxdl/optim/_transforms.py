@@ -15,7 +15,7 @@ from jaxtyping import Array, Int
 from optax import tree_utils as otu
 
 from .._types import check_bool, check_real
-from ..nn._numerics import all_rows, one_minus_power, sum_of_squares_bounds
+from ..nn._numerics import all_rows, one_minus_power, trusted_sum
 
 
 def _is_real(value) -> bool:
@@ -135,9 +135,8 @@ def _global_norm(tree, dtype) -> Array:
     and its normalised or clipped update is 0. Compiled once per tree structure, shapes
     and dtype, so that an update outside `jax.jit` does not trace the `lax.cond` again.
     """
-    s = _global_sq_norm(tree, dtype)
-    lo, hi = sum_of_squares_bounds(dtype)
-    trusted = ((s >= lo) & (s <= hi)) | jnp.isnan(s)
+    s = _global_sq_norm(tree, dtype)  # of `dtype`
+    trusted = trusted_sum(s)
 
     def rescue(tree):
         leaves = jax.tree.leaves(tree)

@@ -18,7 +18,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float
 
 from .._numerics import (all_rows, compute_dtype, power_of_two_near, require_floating,
-                         sqrt_or_zero, sum_of_squares_bounds)
+                         sqrt_or_zero, trusted_sum)
 from ..._types import INT_TYPES, IntLike, RealLike, check_int
 from ._checks import check_eps
 from ..activations._functional import isotropic_tanh
@@ -84,8 +84,7 @@ def _standardise(c: Array, root_eps: float, axis, reduce: str) -> Array:
     two agree to rounding (exactly unless some squares underflow). Derivatives are those
     of `_standardise_by_max`."""
     s = jnp.sum(c * c, axis=axis, keepdims=True)
-    lo, hi = sum_of_squares_bounds(c.dtype)
-    trusted = all_rows(((s >= lo) & (s <= hi)) | jnp.isnan(s))
+    trusted = all_rows(trusted_sum(s))
 
     def plain(c, s):
         if reduce == "mean":
