@@ -474,15 +474,16 @@ def test_vmapped_updates_of_an_ensemble_keep_the_global_norm_branch():
     """Under `jax.vmap` over ensemble members the global norm's `lax.cond` is kept (its
     predicate spans the members; a per-member predicate would evaluate the max-scaled
     rescue at every step), and each member's update is its own, also when one member's
-    gradient is tiny enough to send the ensemble down the rescue branch (float64 eq 52
-    references for the normalised step)."""
+    gradient is tiny enough to send the ensemble down the rescue branch (a float64
+    reference for the normalised step of that member)."""
     rng = np.random.default_rng(1)
     g = {"a": jnp.asarray(rng.normal(size=(3, 4, 5)), jnp.float32),
          "b": jnp.asarray(rng.normal(size=(3, 6)), jnp.float32)}
+    tiny = jax.tree.map(lambda x: x.at[1].multiply(1e-30), g)
     for opt in (optim.adasgd(0.1), optim.normalised_sgd(1.0, eps=0.0)):
         step = jax.jit(jax.vmap(lambda g, s: opt.update(g, s)))
         assert "conditional(" in step.lower(g, jax.vmap(opt.init)(g)).compile().as_text()
-        for grads in (g, jax.tree.map(lambda x: x.at[1].multiply(1e-30), g)):
+        for grads in (g, tiny):
             u, _ = step(grads, jax.vmap(opt.init)(grads))
             for i in range(3):
                 member = jax.tree.map(lambda x: x[i], grads)
@@ -490,10 +491,9 @@ def test_vmapped_updates_of_an_ensemble_keep_the_global_norm_branch():
                 for k in g:
                     np.testing.assert_allclose(np.asarray(u[k][i]), np.asarray(u_i[k]),
                                                rtol=1e-6, atol=0)
-    gi = jax.tree.map(lambda x: np.asarray(x[1], np.float64) * 1e-30, g)
+    gi = jax.tree.map(lambda x: np.asarray(x[1], np.float64), tiny)
     norm = np.sqrt(sum(np.sum(v ** 2) for v in jax.tree.leaves(gi)))
     nsgd = optim.normalised_sgd(1.0, eps=0.0)
-    tiny = jax.tree.map(lambda x: x.at[1].multiply(1e-30), g)
     u, _ = jax.jit(jax.vmap(nsgd.update))(tiny, jax.vmap(nsgd.init)(tiny))
     for k in g:
         np.testing.assert_allclose(np.asarray(u[k][1], np.float64), -gi[k] / norm, rtol=1e-5)
