@@ -2,6 +2,7 @@
 the papers' formulas (isotropic paper eqs 15–21, capsule squash), on random and edge-case
 inputs; Jacobians against closed forms and finite differences; dtypes; bad input."""
 
+import decimal
 import functools as ft
 import warnings
 
@@ -190,6 +191,35 @@ def test_soft_forms_derivative_is_the_blend_and_sigma_starts_at_zero():
     assert sig[-1] == 0.0
     # beyond the window: x − (1 − α)R₀ x̂ (eq 19)
     np.testing.assert_allclose(sig[20:23], beyond - (1 - alpha) * r0, atol=1e-12)
+
+
+def _blend_integral_decimal(t: float) -> float:
+    """W(t) = t/2 + ¼ log(2t² − 2t + 1) in 400-digit decimal arithmetic (no cancellation)."""
+    with decimal.localcontext() as ctx:
+        ctx.prec = 400
+        d = decimal.Decimal(t)
+        return float(d / 2 + (2 * d * d - 2 * d + 1).ln() / 4)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_soft_relu_window_start_is_accurate(dtype):
+    """σ(r) = 2δ W(t) just above R₀ − δ (eq 20), where W(t) ≈ t³/3: the closed form's two
+    terms of size t/2 cancel, so σ is checked against a 400-digit evaluation of it, for t
+    from 1e-12 to 1, to within 16 ε relative (where W is a normal number), and σ ≥ 0."""
+    r0, delta = 1.0, 0.5
+    t = np.concatenate([np.geomspace(1e-12, 1e-2, 41), np.linspace(0.02, 1.0, 50)])
+    r = np.asarray(r0 - delta + 2 * delta * t, dtype)
+    t_exact = (r.astype(np.float64) - (r0 - delta)) / (2 * delta)   # t of the rounded r
+    keep = t_exact > 0
+    r, t_exact = r[keep], t_exact[keep]
+    expect = np.array([2 * delta * _blend_integral_decimal(v) for v in t_exact])
+    with _x64():
+        y = np.asarray(jax.jit(ft.partial(F.isotropic_soft_relu, r0=r0, delta=delta))(
+            jnp.asarray(r[:, None] * np.eye(2, dtype=dtype)[0])))[:, 0].astype(np.float64)
+    assert np.all(y >= 0)
+    eps, tiny = np.finfo(dtype).eps, np.finfo(dtype).tiny
+    normal = expect > tiny / eps
+    np.testing.assert_allclose(y[normal], expect[normal], rtol=16 * eps)
 
 
 def test_isotropic_extreme_magnitudes_float32():
