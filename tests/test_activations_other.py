@@ -303,6 +303,12 @@ def test_complex_and_lorentz_forms_at_extreme_magnitudes():
     s = x[0] ** 2 - x[1] ** 2 - x[2] ** 2
     np.testing.assert_allclose(np.asarray(F.lorentz_isotropic(jnp.asarray(x, jnp.float32)),
                                           np.float64), x * np.tanh(s) / s, rtol=1e-6)
+    # a user φ where s overflows: φ ≡ 1 gives x, the bounded φ = 1 + tanh gives 2x (time-
+    # and space-like rows)
+    xs = jnp.asarray(np.stack([x, x[::-1]]), jnp.float32)
+    for phi, factor in ((jnp.ones_like, 1.0), (lambda s: 1 + jnp.tanh(s), [[2.0], [0.0]])):
+        np.testing.assert_allclose(np.asarray(F.lorentz_isotropic(xs, phi), np.float64),
+                                   np.asarray(factor) * np.stack([x, x[::-1]]), rtol=1e-6)
     # a user σ(s) ≈ c√s (as the docstring asks): f(0) = 0 with Jacobian c·I, no NaN
     sig = lambda s: jnp.tanh(jnp.sqrt(s))  # noqa: E731
     np.testing.assert_array_equal(np.asarray(F.unitary_isotropic(jnp.zeros(3, jnp.complex64),
@@ -335,6 +341,17 @@ def test_directional_forms_at_the_largest_magnitudes():
                 cases.append((F.isotropic(x, jnp.arctan), np.pi / 2 * u))
             for got, want in cases:
                 np.testing.assert_allclose(np.asarray(got, np.float64), want, rtol=1e-5)
+    # norm beyond float32's range (4.2e38) with a bounded σ(r) = r/(1 + r), whose formula
+    # is NaN at ∞: σ → 1, so f(x) = Φ(x̂) (eqs 61–63)
+    x = jnp.asarray([3e38, 3e38, 0.0, 0.0], jnp.float32)
+    xhat = np.array([1.0, 1.0, 0.0, 0.0]) / np.sqrt(2)
+    bounded = lambda r: r / (1 + r)  # noqa: E731
+    big = xhat[None] * 1e3
+    for got, want in [(F.quasi_isotropic(x, 3.0, 0.5, bounded), quasi_np(big, 3.0, 0.5)[0]),
+                      (F.lattice_isotropic(x, dirs, bounded), lattice_np(big, dirs)[0]),
+                      (F.trainable_direction(x, z, bounded),
+                       xhat / max(np.max(zhat @ xhat), 0.05))]:
+        np.testing.assert_allclose(np.asarray(got, np.float64), want, rtol=1e-5)
 
 
 def test_bloch_with_a_root_like_sigma_is_zero_at_the_origin():

@@ -372,7 +372,10 @@ def _tanh_ratio(s):
 
 
 def _apply_sigma(sigma, r):
-    return sigma(r).astype(r.dtype)
+    """σ(r), taken at the dtype's largest finite number where ‖x‖ overflows (r = ∞): for a
+    bounded σ that is its limit to rounding, where σ(∞) is NaN for many σ written as
+    formulas (e.g. r/(1 + r))."""
+    return sigma(jnp.minimum(r, float(jnp.finfo(r.dtype).max))).astype(r.dtype)
 
 
 def quasi_isotropic(x: Float[Array, "*b n"], alpha: float = 4.0, beta: float = 0.5,
@@ -616,6 +619,9 @@ def lorentz_isotropic(x: Float[Array, "*b n"], phi: Callable | None = None
     This is the paper's $f(x_β g^{βγ} x_γ)\\,\\hat x_α$ with the pseudo-norm unit vector
     $\\hat x = x/\\sqrt{|s|}$ and $f(s) = φ(s)\\sqrt{|s|}$; writing it with φ keeps it
     smooth across the light cone $s = 0$. Default $φ(s) = \\tanh(s)/s$ (φ(0) = 1).
+    A user φ is taken at the largest finite number of the sign of s where s overflows
+    (its limit, for a bounded φ), and the output is the product φ(s)·x, so a φ(s) below
+    the dtype's smallest normal number gives 0.
     Equivariant under O(1, n−1): $s$ is invariant and $x \\mapsto Λx$ commutes.
     """
     require_floating(x, "lorentz_isotropic")
@@ -649,6 +655,7 @@ def lorentz_isotropic(x: Float[Array, "*b n"], phi: Callable | None = None
         s_far = jnp.where(small, 1, jnp.where(finite, s, jnp.sign(ss) * fi.max))
         far = jnp.tanh(s_far)[..., None] * ((zs / ss_safe[..., None]) * p[..., None])
         return jnp.where(small[..., None], near, far).astype(dtype)
-    else:
-        val = jnp.where(finite, phi(s), 0).astype(z.dtype)
+    # where s overflows, φ is taken at the largest finite number of the sign of s: a
+    # bounded φ gives its limit there (φ(±∞) itself is NaN for many φ written as formulas)
+    val = phi(jnp.where(finite, s, jnp.sign(ss) * fi.max)).astype(z.dtype)
     return (val[..., None] * z).astype(dtype)
