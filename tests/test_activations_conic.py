@@ -126,6 +126,36 @@ def test_colu_matches_numpy_and_finite_differences(cfg):
         np.testing.assert_allclose(g[i], fd, rtol=1e-5, atol=1e-6)
 
 
+def test_resolve_cones_rejects_a_non_integer_channel_count_and_modules_take_numpy_axes(
+        library_checks_only):
+    with pytest.raises(TypeError, match="`channels` must be an integer >= 0, got 4.5"):
+        F.resolve_cones(4.5, cone_dim=2)
+    x = jnp.asarray(RNG.normal(size=(3, 8)), jnp.float32)
+    for module, function in ((tnn.CoLU, F.colu), (tnn.RCoLU, F.rcolu)):
+        m = module(4, axis=np.int64(-2))
+        assert type(m.axis) is int
+        np.testing.assert_array_equal(np.asarray(m(x.T)), np.asarray(function(x, 4).T))
+
+
+@pytest.mark.parametrize("fn", ["colu", "rcolu"])
+def test_an_eps_below_the_smallest_normal_number_is_finite_at_a_zero_cone(fn):
+    """ε = 1e-40 is flushed to 0 in float32, so d = ‖b‖ + ε is 0 at a zero cone: values
+    and gradients are those of ε = 1e-30 (ρ = 0 there, W(0) on the body; the axis passes
+    through), not 0/0."""
+    f = getattr(F, fn)
+    x = jnp.asarray(np.concatenate([np.zeros(4), [0.5, 0, 0, 0], RNG.normal(size=4)]),
+                    jnp.float32)
+    v = jnp.asarray(RNG.normal(size=12), jnp.float32)
+    for projection in ("hard", "firm", "soft"):
+        def run(eps):
+            loss = lambda x: jnp.sum(f(x, 4, projection=projection, eps=eps) * v)  # noqa: E731
+            return f(x, 4, projection=projection, eps=eps), jax.grad(loss)(x)
+        (y, g), (y_ref, g_ref) = run(1e-40), run(1e-30)
+        assert np.all(np.isfinite(y)) and np.all(np.isfinite(g))
+        np.testing.assert_allclose(np.asarray(y), np.asarray(y_ref), rtol=1e-6)
+        np.testing.assert_allclose(np.asarray(g), np.asarray(g_ref), rtol=1e-6)
+
+
 def test_colu_gradient_at_zero_body_and_cone_boundaries():
     """At a zero cone body the body's Jacobian is W(a/ε)·I and the axis passes through
     (the authors' code returns NaN here); on the boundaries ρ ∈ {0, 1} gradients are
@@ -385,6 +415,9 @@ def test_rcolu_forward_mode_and_second_order(projection):
     (lambda x: tnn.CoLU(cone_dim=1, shared_axis=True), "`cone_dim` must be >= 2"),
     (lambda x: tnn.CoLU(cone_dim=4, channels=8)(x), "built for channels=8"),
     (lambda x: tnn.CoLU(num_cones=2).taxonomy, "pass `channels=C`"),
+    (lambda x: F.colu(x[:, :0], num_cones=2), "C = 0 cannot hold num_cones G = 2"),
+    (lambda x: F.rcolu(x[:, :0], num_cones=2), "C = 0 cannot hold num_cones G = 2"),
+    (lambda x: F.resolve_cones(-4, cone_dim=4), "`channels` must be an integer >= 0"),
 ])
 def test_colu_bad_input_names_the_argument(call, match, library_checks_only):
     with pytest.raises(ValueError, match=match):

@@ -165,11 +165,15 @@ def _cone_ratio(a, body, cax, n, eps, value_only: bool = False, gain: float = 1.
     if eps == 0 and value_only:
         q = (a * inv) / jnp.maximum(root, float(jnp.finfo(root.dtype).tiny))
         factor = gain / body_scale
-    elif eps > 0:
+    elif unit != 1:  # d u ≥ ε u > 0
         q = a / du
     else:
+        # ε = 0, or an ε below the dtype's smallest normal number (flushed to 0): d = 0 at
+        # a zero body, where ρ is ±∞ by the sign of a (ε > 0 and a = 0: ρ = 0)
         pos = du > 0
-        q = jnp.where(pos, a / jnp.where(pos, du, 1), jnp.where(a > 0, jnp.inf, -jnp.inf))
+        at_zero = jnp.where(a > 0, jnp.inf, -jnp.inf) if eps == 0 else \
+            jnp.where(a > 0, jnp.inf, jnp.where(a < 0, -jnp.inf, 0))
+        q = jnp.where(pos, a / jnp.where(pos, du, 1), at_zero)
     return nbu, (q * factor if factor != 1 else q).astype(a.dtype), du
 
 

@@ -2,6 +2,7 @@
 
 import equinox as eqx
 import jax.numpy as jnp
+import numpy as np
 from jax import named_scope
 from jaxtyping import Array, Float
 
@@ -27,7 +28,7 @@ def _check_choice(value, name, options):
 
 
 def _check_axis(axis):
-    if isinstance(axis, bool) or not isinstance(axis, int):
+    if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
         raise ValueError(f"`axis` must be an integer (the channel axis), got {axis!r}.")
 
 
@@ -137,7 +138,7 @@ class CoLU(AbstractActivation):
             F.resolve_cones(channels, cone_dim, num_cones, shared_axis)
         self.cone_dim, self.num_cones, self.channels = cone_dim, num_cones, channels
         self.projection, self.shared_axis, self.layout = projection, shared_axis, layout
-        self.rectify_axis, self.axis = rectify_axis, axis
+        self.rectify_axis, self.axis = rectify_axis, int(axis)
 
     def resolved(self, channels: int | None = None) -> tuple[int, int]:
         """(S, G) for `channels` (default: the `channels` given at construction)."""
@@ -204,7 +205,7 @@ class RCoLU(AbstractActivation):
         if channels is not None:
             F.resolve_cones(channels, cone_dim, num_cones, False)
         self.cone_dim, self.num_cones, self.channels = cone_dim, num_cones, channels
-        self.projection, self.axis = projection, axis
+        self.projection, self.axis = projection, int(axis)
 
     def resolved(self, channels: int | None = None) -> tuple[int, int]:
         """(S, G) for `channels` (default: the `channels` given at construction)."""

@@ -240,14 +240,17 @@ def resolve_cones(channels: int, cone_dim: int | None = None, num_cones: int | N
     means the identity (returned as S = C). Raises `ValueError` naming the argument when
     C is incompatible.
     """
+    c = check_int(channels, "channels", who="resolve_cones", minimum=0)
     s = _int_or_none(cone_dim, "cone_dim", 1)
     g = _int_or_none(num_cones, "num_cones", 0)
     if (s is None) == (g is None):
         raise ValueError("give exactly one of `cone_dim` (S, the cone dimension) and "
                          "`num_cones` (G, the number of cones).")
-    c = channels
     if g == 0:
         return c, 0
+    if g is not None and c < g:
+        raise ValueError(f"the channel count C = {c} cannot hold num_cones G = {g} cones "
+                         f"(each cone needs at least one channel: C >= G).")
     if shared_axis:
         if s is not None:
             if s < 2:
