@@ -398,6 +398,49 @@ def test_rcolu_forward_mode_and_second_order(projection):
                                    atol=1e-11)
 
 
+@pytest.mark.parametrize("projection", ["hard", "firm", "soft"])
+def test_second_derivatives_at_zero_small_and_large_cones_float32(projection):
+    """Hessians of v·f(x) in float32 (default ε): at cones of size 1e-30 … 1e20 against
+    autodiff of the plain-jnp references in float64 at the same (rounded) points; at the
+    zero cone the only non-zero entries are H[a, b_k] = W'(0) v_k/ε (λ_b ≈ W(0) b +
+    (W'(0)/ε) a b near 0), and at a zero body inside the cone (ρ > 1, hard: W ≡ 1
+    nearby) the Hessian is 0 (hard has a kink at the zero cone: finite there). Autodiff
+    through √ at a zero body, or through 1/m² for m beyond ~1e±19, gave NaN or dropped
+    terms here."""
+    v = RNG.normal(size=8)
+    base = RNG.normal(size=8)
+    rows = np.stack([s * base for s in (1e-30, 1e-20, 1e-10, 1.0, 1e20)]).astype(np.float32)
+    cfg = {"s": 4, "projection": projection}
+
+    def hessians(f, x):
+        return jax.jit(jax.vmap(jax.hessian(lambda r: jnp.dot(f(r), jnp.asarray(v, r.dtype)))))(
+            x)
+
+    for fn, ref in ((lambda r: F.colu(r, 4, projection=projection), lambda r: colu_jnp(r, cfg)),
+                    (lambda r: F.rcolu(r, 4, projection=projection),
+                     lambda r: rcolu_jnp(r, 4, projection))):
+        got = np.asarray(hessians(fn, jnp.asarray(rows)), np.float64)
+        with _x64():
+            want = np.asarray(hessians(ref, jnp.asarray(rows, jnp.float64)))
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w, atol=1e-5 * np.max(np.abs(w)))
+        edges = hessians(fn, jnp.asarray([np.zeros(8), [0.8, 0, 0, 0, 0, 0, 0, 0]], jnp.float32))
+        assert np.all(np.isfinite(np.asarray(edges)))
+    h0, h_inside = np.asarray(hessians(lambda r: F.colu(r, 4, projection=projection),
+                                       jnp.asarray([np.zeros(8), [0.8] + [0] * 7], jnp.float32)),
+                              np.float64)
+    if projection == "hard":  # a kink at the zero cone (W = clip): finite is all we ask
+        np.testing.assert_array_equal(h_inside[:4, :4], 0)
+        return
+    slope = {"firm": 4 * special.expit(-2.0) * special.expit(2.0),
+             "soft": special.expit(-0.5) * special.expit(0.5)}[projection]
+    expect = np.zeros((8, 8))
+    for cone in (0, 4):
+        expect[cone, cone + 1:cone + 4] = expect[cone + 1:cone + 4, cone] = \
+            slope / 1e-7 * v[cone + 1:cone + 4]
+    np.testing.assert_allclose(h0, expect, rtol=1e-5, atol=1e-3)
+
+
 @pytest.mark.parametrize("call,match", [
     (lambda x: F.colu(x, cone_dim=5), "divisible by cone_dim S = 5"),
     (lambda x: F.colu(x, num_cones=5), "divisible by num_cones G = 5"),

@@ -33,7 +33,8 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from .._numerics import _power_of_two_scale, compute_dtype, inverse_or_zero, materialise
+from .._numerics import (_power_of_two_scale, compute_dtype, inverse_or_zero, materialise,
+                         sqrt_or_zero)
 
 WRITTEN_OUT_MAX = 32  # up to this many body components, sums are written out
 
@@ -114,15 +115,32 @@ def _body_norm(body, cax, n):
     inv = jnp.where(big, tiny, inverse_or_zero(m))
     m = jnp.where(big, 1 / tiny, m)
     if n <= WRITTEN_OUT_MAX:
-        t = _comps(body, cax, 0) * inv
+        t = _over_max(_comps(body, cax, 0), m, inv)
         acc = t * t
         for k in range(1, n):
-            t = _comps(body, cax, k) * inv
+            t = _over_max(_comps(body, cax, k), m, inv)
             acc = acc + t * t
     else:
-        t = body * jnp.expand_dims(inv, cax)
+        t = _over_max(body, jnp.expand_dims(m, cax), jnp.expand_dims(inv, cax))
         acc = jnp.sum(t * t, axis=cax)
-    return m, inv, jnp.sqrt(acc)
+    # √'s infinite slope at a zero body is never taken (rules differentiated again)
+    return m, inv, sqrt_or_zero(acc)
+
+
+@jax.custom_jvp
+def _over_max(b, m, inv):
+    """b/m as the product b·`inv` (`inv` = 1/m, or 0 with m = 0). Its tangent is
+    (db − (b/m) dm)/m, with `inv`'s own tangent ignored: autodiff of the product takes
+    d(1/m) = −dm/m², which overflows or is flushed for m beyond ~1e±19 in float32, so the
+    derivative rules differentiated again would lose the dm term or be NaN there."""
+    return b * inv
+
+
+@_over_max.defjvp
+def _over_max_jvp(primals, tangents):
+    (b, _, inv), (db, dm, _) = primals, tangents
+    t = b * inv
+    return t, (db - t * dm) * inv
 
 
 UNIT = 2.0 ** -32  # see _unit
@@ -295,8 +313,26 @@ def _slopes(rho, du, dw, nbu, unit: float):
     big = float(jnp.finfo(rho.dtype).max)
     r = jnp.where(jnp.isfinite(rho), rho, 0)
     # ‖b‖ u = 0 leaves κ at 0: then b/K = 0 too, and the term κ multiplies vanishes
-    kappa = jnp.where(nbu > 0, r / jnp.where(nbu > 0, nbu, 1), 0)
+    kappa = _quotient_or_zero(r, nbu)
     return c, jnp.clip(kappa, -big, big)
+
+
+@jax.custom_jvp
+def _quotient_or_zero(r, n):
+    """r/n where n > 0, else 0. Its tangent is (dr − (r/n) dn)/n: autodiff's
+    dr/n − r dn/n² overflows (n² is flushed to 0 for n ≲ 1e-19 in float32) and gives
+    ∞ − ∞ or 0·∞, so the derivative rules differentiated again would be NaN for small
+    cones."""
+    pos = n > 0
+    return jnp.where(pos, r / jnp.where(pos, n, 1), 0)
+
+
+@_quotient_or_zero.defjvp
+def _quotient_or_zero_jvp(primals, tangents):
+    (r, n), (dr, dn) = primals, tangents
+    q = _quotient_or_zero(r, n)
+    pos = n > 0
+    return q, jnp.where(pos, (dr - q * dn) / jnp.where(pos, n, 1), 0)
 
 
 def _colu_residuals(x, spec, rescale: bool = False):
