@@ -467,6 +467,31 @@ def test_colu_bad_input_names_the_argument(call, match, library_checks_only):
         call(jnp.ones((2, 12)))
 
 
+@pytest.mark.parametrize("layout,shared", [("axes_first", False), ("block", True)])
+def test_eps_zero_cones_1e40_apart_in_one_channel_vector(layout, shared):
+    """ε = 0, cones of size ~1e20 and ~1e-20 in one float32 channel vector: the derivative
+    rule scales each cone by its own power of two (one scale for the vector flushed the
+    small cone, giving weight 0 in the jvp's output and its Jacobian): the jvp's output is
+    the forward value, and the gradient and Jacobian match autodiff of the plain-jnp
+    reference in float64."""
+    if shared:  # channel 0 is the common axis; cone 0 is huge, cone 1 tiny
+        x = np.array([1e-20, 1e20, -1e20, 1e-20, 1e-20])
+    else:  # axes (1e20, 2e-20), then bodies (1e20, 1e20) and (1e-20, 1e-20)
+        x = np.array([1e20, 2e-20, 1e20, 1e20, 1e-20, 1e-20])
+    cfg = {"s": 3, "projection": "soft", "eps": 0.0, "layout": layout, "shared": shared}
+    f = lambda z: F.colu(z, 3, projection="soft", eps=0.0, layout=layout,  # noqa: E731
+                         shared_axis=shared)
+    x32 = jnp.asarray(x, jnp.float32)
+    y, _ = jax.jvp(f, (x32,), (jnp.ones_like(x32),))
+    np.testing.assert_array_equal(np.asarray(y), np.asarray(f(x32)))
+    jac = np.asarray(jax.jacrev(f)(x32), np.float64)
+    with _x64():
+        jac_ref = np.asarray(jax.jacrev(lambda z: colu_jnp(z, cfg))(jnp.asarray(x)))
+    np.testing.assert_allclose(jac, jac_ref, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(f(x32), np.float64),
+                               colu_np(x[None], 3, "soft", 0.0, layout, shared)[0], rtol=1e-5)
+
+
 @pytest.mark.parametrize("kind", ["colu", "colu_axes_first", "colu_relu_axis", "rcolu"])
 def test_eps_zero_gradients_at_tiny_and_huge_inputs(kind):
     """With ε = 0 these are positively homogeneous, so the Jacobian at s·x equals the

@@ -338,7 +338,7 @@ def _quotient_or_zero_jvp(primals, tangents):
 def _colu_residuals(x, spec, rescale: bool = False):
     """Per cone w = W(ρ), K c = K W'(ρ)/d and K κ = K ρ/‖b‖ for the static power of two
     K = `slope_scale(ε)` (so that dw = c (da − κ ⟨b, db⟩); see `_slopes`), in one pass.
-    With `rescale` (block layout), they are taken at the point whose cones are each
+    With `rescale`, they are taken at the point whose cones are each
     scaled by a power of two p bringing their largest component near 1 (as
     `_homogeneous_scale` does, gradient stopped), and p is returned as a fourth value:
     the scaling happens on the per-cone values in the same pass, instead of a pass that
@@ -377,19 +377,16 @@ def _spread(p, cax, n):
 
 
 def _homogeneous_scale(x, spec: ConeSpec):
-    """`x` with each cone (block layout; the whole channel vector otherwise) scaled by a
-    power of two bringing its largest component near 1 (gradient stopped). With ε = 0
+    """`x` (block layout) with each cone scaled by a power of two bringing its largest
+    component near 1 (gradient stopped). With ε = 0
     the weights W(ρ) are scale-free, so the body's part of the Jacobian is the same at
     the scaled point (the axis's rectifier, if any, is differentiated at x); there the
     per-cone slopes W'(ρ)/‖b‖ and W'(ρ)ρ/‖b‖² stay finite for |x| down to float32's
     smallest normal numbers, where at x itself they would overflow (e.g. |x| ≈ 1e-30)."""
     ax = spec.axis
-    if spec.layout == "block":
-        z = x.reshape(x.shape[:ax] + (spec.num_cones, spec.cone_dim) + x.shape[ax + 1:])
-        m = jnp.max(jnp.abs(z), axis=ax + 1, keepdims=True)
-        return (z * jax.lax.stop_gradient(_power_of_two_scale(m))).reshape(x.shape)
-    m = jnp.max(jnp.abs(x), axis=ax, keepdims=True)
-    return x * jax.lax.stop_gradient(_power_of_two_scale(m))
+    z = x.reshape(x.shape[:ax] + (spec.num_cones, spec.cone_dim) + x.shape[ax + 1:])
+    m = jnp.max(jnp.abs(z), axis=ax + 1, keepdims=True)
+    return (z * jax.lax.stop_gradient(_power_of_two_scale(m))).reshape(x.shape)
 
 
 def _colu_tangent(x, spec, res, dx, x_rect=None, scale: float = 1.0):
@@ -440,12 +437,15 @@ def _colu_jvp(spec, primals, tangents):
         # at a rescaled point (see _homogeneous_scale); a rectified axis's R'(a) at x
         # (the weights w are the same at both points, so the output uses them on x)
         z, a, body, cax = _split(x, spec)
-        if spec.layout == "block":  # per-cone scales, from the residual pass
-            *res, p = _colu_residuals(x, spec, rescale=True)
-            xs = (z * jnp.expand_dims(p, cax)).reshape(x.shape)
-        else:
-            xs = _homogeneous_scale(x, spec)
-            res = _colu_residuals(xs, spec)
+        # per-cone scales, found and applied in the residual pass (one scale for the
+        # whole channel vector would flush cones ~1e38 times smaller than the largest)
+        *res, p = _colu_residuals(x, spec, rescale=True)
+        p = jnp.expand_dims(p, cax)
+        if spec.layout == "block":
+            xs = (z * p).reshape(x.shape)
+        else:  # the tangent map reads only the bodies of the scaled point
+            rest = x.shape[:spec.axis] + (-1,) + x.shape[spec.axis + 1:]
+            xs = jnp.concatenate([a, (body * p).reshape(rest)], axis=spec.axis)
         y = _colu_output(x, spec, z, a, body, cax, res[0])
         return y, _colu_tangent(xs, spec, res, dx, x_rect=x)
     scale = slope_scale(spec.eps)
