@@ -370,9 +370,14 @@ def test_bloch_with_a_root_like_sigma_is_zero_at_the_origin():
 
 
 def test_series_branch_is_float64_accurate_below_its_switch():
-    """tanh(s)/s is a series below s = 0.1: Bloch (s = x†x) just below the switch agrees
-    with the float64 quotient to 1e-12 relative."""
-    x = np.array([[np.sqrt(0.0999), 0.0], [0.2 + 0.1j, 0.2j]])
+    """tanh(s)/s is a series below s = 0.1: Bloch (s = x†x) and the Lorentz form
+    (s = xᵀηx) just below the switch and well inside it agree with the float64 quotient to
+    a few ulp."""
+    x = np.array([[np.sqrt(0.0999), 0.0], [0.2 + 0.1j, 0.2j], [0.05, 0.01j]])
+    xl = np.array([[np.sqrt(0.0999), 0.0], [0.3, 0.1], [0.0, 0.2]])
+    s = xl[:, 0] ** 2 - xl[:, 1] ** 2
     with _x64():
         y = np.asarray(F.bloch(jnp.asarray(x)))
-    np.testing.assert_allclose(y, bloch_np(x), rtol=1e-12, atol=0)
+        yl = np.asarray(F.lorentz_isotropic(jnp.asarray(xl)))
+    np.testing.assert_allclose(y, bloch_np(x), rtol=4e-16, atol=0)
+    np.testing.assert_allclose(yl, xl * (np.tanh(s) / s)[:, None], rtol=4e-16, atol=0)
