@@ -216,6 +216,8 @@ def test_lorentz_form_matches_numpy_and_boosts():
      "`floor`"),
     (lambda: F.unitary_isotropic(jnp.ones(3)), TypeError, "complex"),
     (lambda: F.lorentz_isotropic(jnp.ones(1)), ValueError, "size >= 2"),
+    (lambda: F.quasi_isotropic(jnp.ones(3), normalise="no"), TypeError,
+     "`normalise` must be True or False"),
     (lambda: F.lattice_isotropic(jnp.ones(3), jnp.ones((4, 2))), (TypeError, ValueError),
      r"`directions` must have shape \(m, 3\)"),
 ])

@@ -401,6 +401,7 @@ def quasi_isotropic(x: Float[Array, "*b n"], alpha: float = 4.0, beta: float = 0
         raise ValueError("`beta` must differ from 1 (beta = 1 makes Φ the identity: the "
                          "isotropic form, see `isotropic`).")
     _check_callable(sigma, "sigma")
+    normalise = check_bool(normalise, "normalise", who="quasi_isotropic")
     dtype = x.dtype
     z = x.astype(compute_dtype(dtype))
     u, r = unit_and_norm(z)
