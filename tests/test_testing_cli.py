@@ -164,3 +164,41 @@ def test_check_reports_usage_errors_with_exit_code_2(tmp_path, capsys):
     for flag, value in (("--samples", "0"), ("--n", "0"), ("--batch", "1")):
         assert cli.main(["check", "taxdl.nn:ReLU", flag, value]) == 2
         assert f"{flag} must be an integer >=" in capsys.readouterr().err
+
+
+UNDERCLAIMED_FILE = textwrap.dedent('''
+    from typing import ClassVar
+
+    import jax.numpy as jnp
+
+    from taxdl import AbstractPrimitive, Taxonomy
+    from taxdl.groups import Permutation
+
+
+    class Underclaimed(AbstractPrimitive):
+        """x / (1 + |x|) declared only Sₙ-equivariant (Bₙ holds: not maximal)."""
+
+        taxonomy: ClassVar[Taxonomy] = Taxonomy(
+            closure=(None, None, Permutation()), probabilistic=(None, None, Permutation()),
+            algebraic=(None, None, Permutation()))
+
+        def __call__(self, x, *, key=None):
+            return x / (1 + jnp.abs(x))
+''')
+
+
+def test_a_float32_run_that_may_not_be_maximal_suggests_float64(tmp_path, capsys):
+    """A supergroup broken only below float32 resolution (CoLU's scalings at ε = 1e-7) is
+    not refuted in float32: the CLI's "may not be maximal" report then suggests
+    `--dtype float64`; a float64 run has nothing to suggest."""
+    from taxdl import cli
+
+    path = tmp_path / "under.py"
+    path.write_text(UNDERCLAIMED_FILE)
+    assert cli.main(["check", f"{path}:Underclaimed", "--n", "4", "--examples", "4"]) == 1
+    out = capsys.readouterr().out
+    assert "may not be maximal" in out and "--dtype float64" in out
+    assert cli.main(["check", f"{path}:Underclaimed", "--n", "4", "--examples", "4",
+                     "--dtype", "float64"]) == 1
+    out = capsys.readouterr().out
+    assert "may not be maximal" in out and "--dtype float64" not in out

@@ -18,7 +18,7 @@ import taxdl.testing.strategies as ts
 from taxdl import AbstractPrimitive, Taxonomy
 from taxdl.groups import Orthogonal, Permutation, SignedPermutation
 from taxdl.taxonomy import Flavour, reinitialise, transport
-from taxdl.testing import SymmetryViolation, assert_probabilistic, check
+from taxdl.testing import SymmetryViolation, assert_algebraic, assert_probabilistic, check
 
 FAST = dict(examples=8, batch=32)
 
@@ -98,6 +98,70 @@ def test_alpha_outside_the_open_unit_interval_is_rejected(alpha):
         check(tnn.Tanh(), n=4, alpha=alpha, **FAST)
     with pytest.raises(ValueError, match=r"`alpha`.*\(0, 1\)"):
         assert_probabilistic(tnn.IsotropicNormal(), Orthogonal(), "E", n=4, alpha=alpha)
+
+
+def test_an_n_that_conflicts_with_the_primitives_own_dimension_is_rejected():
+    """A primitive that fixes its input dimension (Linear(3, 3), LayerNorm(4)) is checked
+    in that dimension: a different `n` is refused by name, and without `n` (or with the
+    same one) the report's header shows the dimension the check ran in."""
+    lin = tnn.Linear(3, 3, key=jax.random.key(0))
+    with pytest.raises(ValueError, match="`n` = 5 conflicts with Linear's input dimension 3"):
+        check(lin, n=5, **FAST)
+    with pytest.raises(ValueError, match="`n` = 6 conflicts with .*input dimension 4"):
+        check(tnn.LayerNorm(4), n=6, **FAST)
+    for n in (None, 3):
+        report = check(lin, n=n, generations="algebraic", maximality=False, **FAST)
+        assert report.n == 3 and str(report).startswith("taxdl check Linear (n=3, float32)")
+
+
+@pytest.mark.parametrize("generations, match", [
+    ("algebriac", "`generations`: unknown generation 'algebriac'; expected one of "
+                  "'closure', 'probabilistic', 'algebraic'"),
+    (["algebraic", 3], "`generations`: unknown generation 3"),
+    ((), "`generations` selects no generation"),
+    ([], "`generations` selects no generation"),
+])
+def test_generations_are_validated_by_name(generations, match):
+    with pytest.raises(ValueError, match=match):
+        check(tnn.Tanh(), n=4, generations=generations, **FAST)
+
+
+def test_a_plain_function_is_refused_as_carrying_no_taxonomy():
+    """A plain function is not a zero-argument factory: it is not called, and the error
+    points to the assertions that take plain functions."""
+    for f in (jnp.tanh, lambda x: x / (1 + jnp.abs(x))):
+        with pytest.raises(TypeError, match="carries no taxonomy.*assert_algebraic"):
+            check(f, n=4, **FAST)
+    # a zero-argument factory is still called, and what it returns is checked
+    report = check(lambda: tnn.Tanh(), n=4, generations="algebraic", maximality=False,
+                   **FAST)
+    assert report.passed and report.primitive == "Tanh"
+
+
+@pytest.mark.parametrize("key", [0, np.uint32(7), "seed", jax.random.split(jax.random.key(0))])
+def test_key_must_be_one_prng_key(key):
+    with pytest.raises(TypeError, match="`key` must be a JAX PRNG key"):
+        check(tnn.Tanh(), n=4, key=key, **FAST)
+    with pytest.raises(TypeError, match="`key` must be a JAX PRNG key"):
+        assert_algebraic(jnp.tanh, SignedPermutation(), "E", n=4, key=key, examples=2)
+
+
+def test_legacy_uint32_keys_are_accepted():
+    report = check(tnn.Tanh(), n=4, key=jax.random.PRNGKey(3), generations="algebraic",
+                   maximality=False, **FAST)
+    assert report.passed
+
+
+@pytest.mark.parametrize("dtype", [jnp.float16, jnp.bfloat16, jnp.int32, jnp.complex64,
+                                   "float8"])
+def test_dtype_must_be_float32_or_float64(dtype):
+    with pytest.raises(TypeError, match="`dtype` must be float32 or float64"):
+        check(tnn.Tanh(), n=4, dtype=dtype, **FAST)
+    # (a dtype that is not floating at all is refused as such first)
+    floating = dtype in (jnp.float16, jnp.bfloat16, jnp.complex64)
+    with pytest.raises(TypeError, match="`dtype` must be float32 or float64" if floating
+                       else "`dtype` must be a floating-point dtype"):
+        assert_algebraic(jnp.tanh, SignedPermutation(), "E", n=4, dtype=dtype, examples=2)
 
 
 # ---------------------------------------------------------------- missing hooks

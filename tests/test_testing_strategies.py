@@ -82,3 +82,50 @@ def test_inputs_keep_away_from_the_smallest_normal_number(dtype):
     with pytest.raises(NoSuchExample):
         find(ts.inputs((6,), dtype), lambda x: np.any((x != 0) & (np.abs(x) < floor)),
              settings=hypothesis_settings(2000))
+
+
+@pytest.mark.parametrize("dtype", [jnp.float16, jnp.bfloat16])
+def test_half_precision_inputs_stay_finite_and_reach_their_largest_norm(dtype):
+    """1e30 is infinite in float16: there the huge (and tiny) norms are clamped into the
+    dtype's normal range, with room for a group element's scaling; bfloat16 (float32's
+    exponent range) keeps them. Every draw is finite."""
+    fi = jnp.finfo(dtype)
+
+    @hypothesis_settings(300)
+    @given(ts.inputs((6,), dtype))
+    def run(x):
+        assert x.shape == (6,) and x.dtype == dtype
+        assert np.all(np.isfinite(x.astype(np.float32)))
+        assert np.all(np.abs(x.astype(np.float32)) <= float(fi.max) / 16)
+
+    run()
+    huge = 1e30 if dtype == jnp.bfloat16 else float(fi.max) / 16
+
+    def is_huge(x):
+        return np.linalg.norm(x.astype(np.float64)) > 0.5 * huge
+
+    x = find(ts.inputs((6,), dtype), is_huge, settings=hypothesis_settings(2000))
+    assert is_huge(x) and np.all(np.isfinite(x.astype(np.float32)))
+
+
+def test_float16_inputs_keep_ordinary_small_values():
+    """In float16 the smallest normal number is 6.1e-5: values are set to 0 only within
+    2⁴ of it (2¹⁶ of it would be 4, every ordinary value below it lost)."""
+    floor = float(jnp.finfo(jnp.float16).tiny) * 2.0 ** 4
+    x = find(ts.inputs((6,), jnp.float16), lambda x: np.any((x != 0) & (np.abs(x) < 1)),
+             settings=hypothesis_settings(2000))
+    assert np.any((x != 0) & (np.abs(x) < 1))
+    with pytest.raises(NoSuchExample):
+        find(ts.inputs((6,), jnp.float16), lambda x: np.any((x != 0) & (np.abs(x) < floor)),
+             settings=hypothesis_settings(2000))
+
+
+@pytest.mark.parametrize("shape", [(0,), (3, 0), (0, 4)])
+def test_inputs_refuse_an_empty_shape(shape):
+    with pytest.raises(ValueError, match="`shape`.*no entries"):
+        ts.inputs(shape)
+
+
+def test_inputs_refuse_a_magnitude_beyond_the_dtypes_range():
+    with pytest.raises(ValueError, match="`max_magnitude`.*float16"):
+        ts.inputs((4,), jnp.float16, max_magnitude=1e5)

@@ -100,9 +100,20 @@ def run(args) -> int:
                 raise
     except SymmetryViolation as err:
         print(err)
+        if args.dtype == "float32" and _unrefuted_supergroup(err):
+            print("\nA supergroup broken only below float32 resolution is not refuted in "
+                  "float32 (e.g. CoLU's cone scalings at eps = 1e-7): run again with "
+                  "`--dtype float64` to search for its counterexample in float64.")
         return 1
     except (TypeError, ValueError, NotImplementedError) as err:
         print(f"taxdl check: {err}", file=sys.stderr)
         return 2
     print(report)
     return 0
+
+
+def _unrefuted_supergroup(err) -> bool:
+    """Whether a failed check includes a cell reported "may not be maximal"."""
+    report = getattr(err, "report", None)
+    cells = report.failures if report is not None else [getattr(err, "cell", None)]
+    return any(getattr(c, "status", None) == "not maximal" for c in cells)

@@ -35,6 +35,7 @@ from ..taxonomy import (
     taxonomy,
     transport,
 )
+from ..taxonomy._symmetry import as_generation
 from . import _engine as E
 from ._report import (
     NOT_CHECKABLE,
@@ -174,12 +175,57 @@ def _check_counts(n, samples, test_elements, alpha, data_batch, members) -> None
                          f"least {enough}.")
 
 
+CHECK_DTYPES = ("float32", "float64")
+
+
+def check_dtype(dtype) -> np.dtype:
+    """The dtype of a run, which must be float32 or float64 (the dtypes whose tolerances
+    the checks are calibrated for)."""
+    try:
+        d = jnp.dtype(dtype)
+    except TypeError:
+        d = None
+    if d is None or d.name not in CHECK_DTYPES:
+        raise TypeError(f"`dtype` must be float32 or float64 (jnp.float32 or jnp.float64), "
+                        f"got {dtype!r}.")
+    return d
+
+
+def check_key(key):
+    """`key` (None for the default `jax.random.key(0)`), which must be one JAX PRNG key:
+    a typed key (`jax.random.key`) or a raw uint32 key of shape (2,) (`jax.random.PRNGKey`)."""
+    if key is None:
+        return jax.random.key(0)
+    if isinstance(key, (jax.Array, np.ndarray)) and not isinstance(key, jax.core.Tracer):
+        typed = jnp.issubdtype(key.dtype, jax.dtypes.prng_key)
+        if (typed and key.shape == ()) or (
+                not typed and key.dtype == jnp.uint32 and key.shape == (2,)):
+            return key
+    raise TypeError(f"`key` must be a JAX PRNG key, one key such as `jax.random.key(0)` "
+                    f"(or None for that default), got {key!r}.")
+
+
+def _check_dimension(name: str, n, shapes, from_signature: bool) -> None:
+    """A primitive that fixes its own input dimension is checked in it: an `n` its
+    inputs do not have is a conflict, not a request (it would be ignored)."""
+    if n is None or not from_signature:
+        return
+    dims = [s[-1] for s in shapes if s]
+    if dims and n not in dims:
+        own = dims[0] if len(set(dims)) == 1 else tuple(dims)
+        raise ValueError(f"`n` = {n} conflicts with {name}'s input dimension {own}: it fixes "
+                         f"its own dimension; pass n={own} or leave `n` out.")
+
+
 def make_context(obj, n, dtype, *, examples=50, batch=32, samples=1024, test_elements=3,
                  alpha=1e-3, data_batch=64, key=None, rtol=None, atol=None, members=2,
                  shapes=None, field="real", fit_closure=False
                  ) -> tuple[Context, Taxonomy | None]:
     """Resolve what is checked and fix everything a run shares. `obj` is a primitive
-    (instance, class, factory) or, with `shapes`, any function."""
+    (instance, class, factory) or, with `shapes`, any function. Every argument of a run
+    is validated here (`check` and the `assert_*` functions share it)."""
+    dtype = check_dtype(dtype)
+    key = check_key(key)
     _check_alpha(alpha)
     _check_counts(n, samples, test_elements, alpha, data_batch, members)
     for tol_name, tol in (("rtol", rtol), ("atol", atol)):
@@ -194,19 +240,19 @@ def make_context(obj, n, dtype, *, examples=50, batch=32, samples=1024, test_ele
         prim, declared = obj, None
         name = getattr(obj, "__name__", None) or type(obj).__name__
     real = E.real_dtype(dtype)
-    if key is None:
-        key = jax.random.key(0)
     key_init, key_perturb = jax.random.split(key)
     if isinstance(prim, AbstractInitialiser):
         prim = as_linear(prim, n, real, key_init)
     prim = cast(prim, real)
-    if shapes is None:
+    from_signature = shapes is None
+    if from_signature:
         sig = signature(prim, n)
         shapes, field, acted = sig.inputs, sig.field, sig.acted
     else:
         acted = None
     dt = E.complex_dtype(real) if field == "complex" else jnp.dtype(real)
     shapes = tuple(tuple(s) for s in shapes)
+    _check_dimension(name, n, shapes, from_signature)
     f = as_function(prim)
     try:
         out_struct = jax.eval_shape(f, *(jax.ShapeDtypeStruct(s, dt) for s in shapes))
@@ -1208,10 +1254,14 @@ def check(primitive, n: int | None = None, *, dtype=jnp.float32, examples: int =
 
     - `primitive`: an instance, a class (built from its registered example or default
       constructor) or a zero-argument factory. An `AbstractInitialiser` is checked as
-      the random linear map $x \\mapsto Wx$, $W$ = `init(key, (n, n))`.
-    - `n`: the dimension, for primitives that work in any dimension.
+      the random linear map $x \\mapsto Wx$, $W$ = `init(key, (n, n))`. A plain function
+      carries no taxonomy (`TypeError`): test it one relation at a time with
+      [`assert_algebraic`][taxdl.testing.assert_algebraic].
+    - `n`: the dimension, for primitives that work in any dimension. A primitive that
+      fixes its own input dimension (e.g. `Linear(3, 3)`) is checked in it: leave `n`
+      out, or give the same value (a different one is a `ValueError`).
     - `dtype`: `jnp.float32` (default) or `jnp.float64` (64-bit is enabled only inside
-      this call).
+      this call); any other dtype is a `TypeError`.
     - `examples`: Hypothesis examples per algebraic/closure cell; each example checks
       `batch` (element, input) rows in one jitted call (half of them pair the
       Hypothesis-drawn input with fresh elements, half use random inputs). Maximality
@@ -1220,7 +1270,8 @@ def check(primitive, n: int | None = None, *, dtype=jnp.float32, examples: int =
       `test_elements` fixed group elements; `alpha`: its false-positive rate per cell,
       in the open interval (0, 1) (`ValueError` otherwise).
     - `data_batch`: batch size given to the `data_call` hook for data-like cells.
-    - `key`: PRNG key fixing every random choice (default `jax.random.key(0)`).
+    - `key`: one PRNG key fixing every random choice (default `jax.random.key(0)`);
+      anything else is a `TypeError`.
     - `maximality`: also search for counterexamples under immediate supergroups.
     - `raise_on_failure`: raise [`SymmetryViolation`][taxdl.testing.SymmetryViolation]
       when a cell fails or may not be maximal, with the minimal (shrunk) counterexample
@@ -1231,7 +1282,8 @@ def check(primitive, n: int | None = None, *, dtype=jnp.float32, examples: int =
     - `members`: generic members of a parameterised class (the `perturb` hook) on which
       algebraic and closure claims are also checked.
     - `generations`: which generations to check (default all three; one may be given as
-      a string).
+      a string): `"closure"`, `"probabilistic"`, `"algebraic"`. An unknown name or an
+      empty selection is a `ValueError`.
     - `fit_closure`: search for witnesses that a closure cell is not maximal: for two
       elements of each immediate supergroup (outside the declared group), fit the class's
       parameters by L-BFGS to the moved function; a fit to rounding level on fresh inputs
@@ -1256,7 +1308,8 @@ def check(primitive, n: int | None = None, *, dtype=jnp.float32, examples: int =
     maximality = check_bool(maximality, "maximality", who="check")
     raise_on_failure = check_bool(raise_on_failure, "raise_on_failure", who="check")
     fit_closure = check_bool(fit_closure, "fit_closure", who="check")
-    wide = E.real_dtype(dtype) == jnp.float64
+    wanted = _generations(generations)
+    wide = check_dtype(dtype) == jnp.float64
     with jax.enable_x64(True) if wide else contextlib.nullcontext():
         ctx, declared = make_context(
             primitive, n, dtype, examples=examples, batch=batch, samples=samples,
@@ -1265,9 +1318,6 @@ def check(primitive, n: int | None = None, *, dtype=jnp.float32, examples: int =
         dims = [s[-1] for s in ctx.shapes if s]
         report = Report(ctx.name, jnp.dtype(ctx.dtype).name, n if n is not None else
                         (dims[0] if dims else None))
-        if isinstance(generations, (str, Generation)):   # one generation, not its letters
-            generations = (generations,)
-        wanted = {g if isinstance(g, Generation) else Generation(g) for g in generations}
         for generation, flavour, cell in _algebraic_first(declared):
             if generation not in wanted:
                 continue
@@ -1280,6 +1330,24 @@ def check(primitive, n: int | None = None, *, dtype=jnp.float32, examples: int =
     if raise_on_failure and not report.passed:
         raise failure(report)
     return report
+
+
+def _generations(generations) -> set[Generation]:
+    """The generations selected by `check`'s `generations` argument."""
+    if isinstance(generations, (str, Generation)):   # one generation, not its letters
+        generations = (generations,)
+    try:
+        wanted = {as_generation(g) for g in generations}
+    except ValueError as err:
+        raise ValueError(f"`generations`: {err}") from None
+    except TypeError:
+        raise ValueError(f"`generations` must be a generation name or a sequence of them "
+                         f"('closure', 'probabilistic', 'algebraic'), got {generations!r}."
+                         ) from None
+    if not wanted:
+        raise ValueError("`generations` selects no generation: give at least one of "
+                         "'closure', 'probabilistic', 'algebraic' (default all three).")
+    return wanted
 
 
 def _algebraic_first(declared: Taxonomy):

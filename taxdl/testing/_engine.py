@@ -30,7 +30,10 @@ _RTOL = {"float16": 1e-2, "bfloat16": 5e-2, "float32": 1e-5, "float64": 1e-12}
 
 def real_dtype(dtype) -> np.dtype:
     """The real dtype underlying `dtype` (float32 for complex64)."""
-    dtype = jnp.dtype(dtype)
+    try:
+        dtype = jnp.dtype(dtype)
+    except TypeError:
+        raise TypeError(f"`dtype` must be a floating-point dtype, got {dtype!r}.") from None
     if jnp.issubdtype(dtype, jnp.complexfloating):
         return jnp.dtype(jnp.finfo(dtype).dtype)
     if not jnp.issubdtype(dtype, jnp.floating):

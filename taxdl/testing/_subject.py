@@ -1,6 +1,7 @@
 """What is checked: resolving a primitive from a class, instance or factory, casting it to
 the check's dtype, and seeing an initialiser as the random linear map it induces."""
 
+import inspect
 from typing import Any
 
 import equinox as eqx
@@ -38,11 +39,29 @@ def resolve(obj: Any) -> Any:
     if _has_taxonomy(obj):
         return obj
     if callable(obj):
+        if not _takes_no_arguments(obj):
+            raise TypeError(
+                f"{obj!r} carries no taxonomy and is not a zero-argument factory of a "
+                "primitive: pass a primitive (an instance, a class or a zero-argument "
+                "factory). To test a plain function, use `taxdl.testing.assert_algebraic(f, "
+                "group, flavour, n=...)` (or `assert_maximal`).")
         made = obj()
         if not _has_taxonomy(made):
             raise TypeError(f"the factory {obj!r} returned {made!r}, which carries no taxonomy.")
         return made
     raise TypeError(f"{obj!r} is not a primitive: it carries no taxonomy.")
+
+
+def _takes_no_arguments(fn) -> bool:
+    """Whether `fn` can be called without arguments (True when its signature is not
+    known: it is then called, as a factory)."""
+    try:
+        inspect.signature(fn).bind()
+    except TypeError:
+        return False
+    except ValueError:   # no signature available
+        return True
+    return True
 
 
 def _has_taxonomy(obj) -> bool:

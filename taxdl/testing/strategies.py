@@ -49,6 +49,24 @@ EDGE_CASES = ("zero", "tiny", "huge", "ones", "repeated", "cone_boundary", "axis
 """The edge-case families that [`inputs`][taxdl.testing.strategies.inputs] mixes in."""
 
 _TINY, _HUGE = 1e-30, 1e30
+_ROOM = 2.0 ** 4
+"""Room left for a group element's scaling (scalings and well-conditioned maps stretch by
+at most 4) where a dtype's range is too narrow for 1e-30, 1e30 and the 2¹⁶ margin above
+the smallest normal number (float16)."""
+
+
+def _flush_margin(rdt) -> float:
+    # 2¹⁶ where the exponent range allows it (float32, float64, bfloat16); float16's
+    # smallest normal number is 6.1e-5, and 2¹⁶ times it would be 4
+    return 2.0 ** 16 if jnp.finfo(rdt).maxexp >= 128 else _ROOM
+
+
+def _edge_norms(rdt) -> tuple[float, float]:
+    """The tiny and huge norms of the edge cases in the real dtype `rdt`: 1e-30 and 1e30,
+    clamped into its normal range with room for a group element's scaling."""
+    fi = jnp.finfo(rdt)
+    floor = float(fi.tiny) * _flush_margin(rdt)
+    return max(_TINY, _ROOM * floor), min(_HUGE, float(fi.max) / _ROOM)
 
 
 def seeds() -> st.SearchStrategy[int]:
@@ -83,17 +101,20 @@ def elements(group: AbstractGroup, n: int | None = None, num: int = 1,
 
 
 def _float_strategy(dtype, lo: float, hi: float) -> st.SearchStrategy[float]:
-    width = 32 if real_dtype(dtype) == np.float32 else 64
+    width = {"float16": 16, "float32": 32}.get(np.dtype(real_dtype(dtype)).name, 64)
+    if np.dtype(real_dtype(dtype)).name == "bfloat16":
+        width = 32   # drawn as float32 (same exponent range), rounded when cast
     return st.floats(lo, hi, width=width, allow_nan=False, allow_infinity=False,
                      allow_subnormal=False)
 
 
 def _flush_near_subnormal(x: np.ndarray) -> np.ndarray:
-    """`x` with magnitudes within a factor 2¹⁶ of the smallest normal number set to 0. A
+    """`x` with magnitudes within a factor 2¹⁶ (2⁴ in float16) of the smallest normal
+    number set to 0. A
     group element's scaling would make them subnormal, and XLA flushes subnormals to 0
     (on CPU and most accelerators), so f(g·x) would see zeros where f(x) does not: a
     property of the platform, not of f."""
-    floor = float(np.finfo(x.dtype).tiny) * 2.0 ** 16
+    floor = float(jnp.finfo(x.dtype).tiny) * _flush_margin(x.dtype)
     return np.where(np.abs(x) < floor, np.zeros_like(x), x)
 
 
@@ -108,17 +129,25 @@ def _direction(v: np.ndarray) -> np.ndarray:
 
 def _real_inputs(shape: tuple[int, ...], dtype, edge_cases: bool, max_magnitude: float):
     rdt = np.dtype(real_dtype(dtype))
+    # Hypothesis draws arrays of NumPy's own float dtypes; bfloat16 is drawn as float32
+    drawn = rdt if rdt.name in ("float16", "float32", "float64") else np.dtype(np.float32)
     n = shape[-1] if shape else 1
     vec = (n,)
-    general = hnp.arrays(rdt, shape, elements=_float_strategy(rdt, -max_magnitude,
-                                                             max_magnitude))
+    general = hnp.arrays(drawn, shape, elements=_float_strategy(rdt, -max_magnitude,
+                                                               max_magnitude))
+    if drawn != rdt:
+        general = general.map(lambda x: x.astype(rdt))
     if not edge_cases or not shape:
         return general
+    tiny, huge = _edge_norms(rdt)
     unit = hnp.arrays(np.float64, vec, elements=st.floats(-1, 1)).map(_direction)
     scalar = _float_strategy(rdt, -max_magnitude, max_magnitude)
 
     def broadcast(v):
-        return np.broadcast_to(np.asarray(v, np.float64), shape).astype(rdt)
+        # a cone boundary point or a near-ones point may exceed max_magnitude: clipped
+        # where that would leave the room a group element needs (float16)
+        v = np.clip(np.asarray(v, np.float64), -huge, huge)
+        return np.broadcast_to(v, shape).astype(rdt)
 
     def cone(args):
         body, sign = args
@@ -132,8 +161,8 @@ def _real_inputs(shape: tuple[int, ...], dtype, edge_cases: bool, max_magnitude:
 
     edges = [
         st.just(np.zeros(shape, rdt)),
-        unit.map(lambda u: broadcast(_TINY * u)),
-        unit.map(lambda u: broadcast(_HUGE * u)),
+        unit.map(lambda u: broadcast(tiny * u)),
+        unit.map(lambda u: broadcast(huge * u)),
         scalar.map(lambda c: broadcast(np.full(vec, c))),
         st.tuples(st.lists(scalar, min_size=1, max_size=max(1, n // 2)),
                   st.lists(st.integers(0, n), min_size=n, max_size=n)).map(repeated),
@@ -160,8 +189,27 @@ def inputs(shape: tuple[int, ...], dtype=jnp.float32, *, edge_cases: bool = True
     near the all-ones direction. Complex dtypes combine two such draws. Nonzero
     magnitudes below 2¹⁶ times the smallest normal number are drawn as 0 (a group
     element could make them subnormal, and XLA flushes those to 0).
+
+    Half precision: bfloat16 has float32's exponent range and keeps all of the above
+    (draws are rounded from float32). float16's normal range, 6.1e-5 to 65504, holds
+    neither 1e-30 nor 1e30: there the margin above the smallest normal number is 2⁴
+    instead of 2¹⁶, and the tiny and huge norms are clamped to 2⁴ times that threshold
+    (1.6e-2) and to the largest finite number over 2⁴ (4094), so that a group element
+    (which scales by at most 4) keeps every draw finite and normal; edge-case entries
+    are clipped to that huge norm.
+
+    Raises `ValueError` for a `shape` with no entries (a zero-size axis) and for a
+    `max_magnitude` beyond the dtype's largest finite number.
     """
     shape = tuple(shape)
+    if any(int(d) <= 0 for d in shape):
+        raise ValueError(f"`shape` must have positive sizes (an input with no entries has "
+                         f"nothing to check), got {shape}.")
+    largest = float(jnp.finfo(real_dtype(dtype)).max)
+    if not 0 < max_magnitude <= largest:
+        raise ValueError(f"`max_magnitude` must be positive and at most {largest:.6g}, the "
+                         f"largest finite {np.dtype(real_dtype(dtype)).name}, got "
+                         f"{max_magnitude!r}.")
     real = _real_inputs(shape, dtype, edge_cases, max_magnitude).map(_flush_near_subnormal)
     if jnp.issubdtype(jnp.dtype(dtype), jnp.complexfloating):
         cdt = np.dtype(dtype)
