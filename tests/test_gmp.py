@@ -17,7 +17,7 @@ from taxdl.nn import GmPConv, GmPLinear, InputMeanNorm
 from taxdl.nn.functional import gmp_angles, gmp_direction, gmp_linear
 from taxdl.nn.layers._gmp_functional import sincos
 from taxdl.taxonomy import Flavour, perturb, transport
-from taxdl.testing import SymmetryViolation, assert_closure
+from taxdl.testing import SymmetryViolation, assert_closure, check
 
 
 # ------------------------------------------------------------------ NumPy references
@@ -384,6 +384,29 @@ def test_taxonomy_depends_on_the_activation():
         "closure", "R").name == "GL(n)"
     assert relu_layer.taxonomy.cell("probabilistic", "L").name == "S_n"
     assert tanh_layer.taxonomy.cell("probabilistic", "E").name == "B_n"
+
+
+def test_a_tagged_activation_declares_what_the_layer_needs_to_know():
+    """A taxdl activation's algebraic E cell says whether it is odd (−I in it) and
+    positively homogeneous (ℝ×₊ in it): the layer's taxonomy follows, and with taxdl's
+    own Tanh it passes its check, maximality included (±I × Sₙ holds for an odd σ)."""
+    tanh = GmPLinear(4, 4, tnn.Tanh(), key=jax.random.key(0))
+    assert tanh.odd and not tanh.positively_homogeneous
+    assert tanh.taxonomy == GmPLinear(4, 4, jnp.tanh, key=jax.random.key(0)).taxonomy
+    relu = GmPLinear(4, 4, tnn.ReLU(), key=jax.random.key(0))
+    assert relu.positively_homogeneous and not relu.odd
+    assert relu.taxonomy == GmPLinear(4, 4, key=jax.random.key(0)).taxonomy
+    sigmoid = GmPLinear(4, 4, tnn.Sigmoid(), key=jax.random.key(0))
+    assert not sigmoid.odd and not sigmoid.positively_homogeneous
+    # an explicit flag still wins, and so do the convolutions
+    assert not GmPLinear(4, 4, tnn.Tanh(), key=jax.random.key(0), odd=False).odd
+    assert GmPConv(2, 2, 3, activation=tnn.Tanh(), key=jax.random.key(0)).odd
+    # an MLP in GmP form gets the same layers
+    mlp = tnn.MLP(4, [4], 2, activation="Tanh", parameterization="gmp", key=jax.random.key(0))
+    assert mlp.layers.layers[0].odd
+    report = check(tanh, examples=8, samples=1024)
+    assert report.passed
+    assert report.cell("probabilistic", "E").group == "B_n"
 
 
 def test_translations_are_absorbed_by_lambda_unless_the_convolution_pads():

@@ -141,12 +141,32 @@ def test_apply_hidden_keeps_the_function(act, group):
         np.testing.assert_allclose(np_mlp(moved, x), np_mlp(m, x), rtol=1e-4, atol=1e-5)
 
 
-def test_apply_hidden_with_a_wrong_group_changes_the_function():
-    # Tanh is not O(n)-equivariant: forcing an O(n) element through must change f.
+def test_apply_hidden_refuses_a_group_outside_the_sites_group(library_checks_only):
+    # Tanh is not O(n)-equivariant: an O(n) element would change f, so `group=O()` (not a
+    # subgroup of the site's Bₙ) is refused by name, before any element is looked at
     m = tnn.MLP(4, [N], 3, activation="Tanh", key=jax.random.key(0))
-    moved = tnn.apply_hidden(m, 1, O(N).sample(jax.random.key(2), 1)[0], group=O())
+    g = O(N).sample(jax.random.key(2), 1)[0]
+    with pytest.raises(ValueError, match=f"`group` = O\\({N}\\) is not a subgroup of "
+                       f"B_{N}, the group of site 1"):
+        tnn.apply_hidden(m, 1, g, group=O())
+    with pytest.raises(ValueError, match="`group`"):
+        tnn.apply_hidden(m, 1, jnp.arange(N), group=O(N))
+    # the message for an element outside the group no longer offers any group: it asks for
+    # an element of the site's group or a subgroup of it
+    with pytest.raises(ValueError, match=f"`element` is not in B_{N}") as err:
+        tnn.apply_hidden(m, 1, g)
+    assert f"an element of B_{N}" in str(err.value)
+    assert "or a subgroup of it as `group`" in str(err.value)
+    assert "the group it belongs to" not in str(err.value)
+    # a subgroup of the site's group is accepted, and its members keep the function
     x = np.ones(4)
-    assert np.max(np.abs(np_mlp(moved, x) - np_mlp(m, x))) > 1e-3
+    for sub in (Permutation(), SignedPermutation(), B(N)):
+        moved = tnn.apply_hidden(m, 1, sub.on(N).sample(jax.random.key(3), 1)[0], group=sub)
+        np.testing.assert_allclose(np_mlp(moved, x), np_mlp(m, x), rtol=1e-5, atol=1e-6)
+    # an element outside the given subgroup is refused, naming that subgroup
+    flip = -jnp.eye(N)
+    with pytest.raises(ValueError, match=f"`element` is not in S_{N} \\(`group`\\)"):
+        tnn.apply_hidden(m, 1, flip, group=Permutation())
 
 
 def test_apply_hidden_bad_site(library_checks_only):

@@ -18,10 +18,12 @@ from ...groups import (
     Monomial,
     Orthogonal,
     Permutation,
+    PointReflection,
     Product,
     Scaling,
     SignedPermutation,
     Translations,
+    is_subgroup,
 )
 from ...taxonomy import (
     AbstractLayer,
@@ -66,10 +68,27 @@ def _check_activation(activation, who: str) -> Callable:
     return activation
 
 
-def _known(activation, flag: bool | None, known, name: str, who: str) -> bool:
+def activation_commutes_with(activation, group) -> bool | None:
+    """Whether a tagged activation's declared algebraic E cell contains the family `group`
+    (f(g·x) = g·f(x) for g in it): `PointReflection()` for an odd σ, `Scaling(positive=
+    True)` for a positively homogeneous one. None for an untagged callable (nothing
+    declared)."""
+    from ...taxonomy import taxonomy as declared
+
+    try:
+        cell = declared(activation).cell("algebraic", "E").group
+    except TypeError:
+        return None
+    return is_subgroup(group, cell)
+
+
+def _known(activation, flag: bool | None, known, group, name: str, who: str) -> bool:
+    """`flag` when given; else whether `activation` is one of the `known` functions or a
+    tagged activation whose algebraic E cell contains `group`."""
     if flag is not None:
         return check_bool(flag, name, who=who)
-    return any(activation is a for a in known)
+    return any(activation is a for a in known) or bool(
+        activation_commutes_with(activation, group))
 
 
 def _gmp_taxonomy(homogeneous: bool, odd: bool, shifts: bool = True) -> Taxonomy:
@@ -202,10 +221,12 @@ class GmPLinear(AbstractLayer):
     - `in_features`, `out_features`: dimensions (≥ 1).
     - `activation`: σ, default `jax.nn.relu` (any callable applied elementwise).
     - `positively_homogeneous`: whether σ(c·s) = c·σ(s) for c > 0 (decides the right
-      closure); default: true for `jax.nn.relu` and `jax.nn.leaky_relu` only.
+      closure); default: true for `jax.nn.relu` and `jax.nn.leaky_relu`, and for a taxdl
+      activation whose algebraic E cell contains ℝ×₊ (e.g. `taxdl.nn.ReLU()`).
     - `odd`: whether σ(−s) = −σ(s) (widens the probabilistic L/E cells to Bₙ); default:
       true for `jnp.tanh`, `jnp.sin`, `jnp.sinh`, `jnp.arctan`, `jnp.arcsinh`,
-      `jax.nn.soft_sign`, `jax.nn.hard_tanh`.
+      `jax.nn.soft_sign`, `jax.nn.hard_tanh`, and for a taxdl activation whose algebraic
+      E cell contains −I (e.g. `taxdl.nn.Tanh()`).
     - `key`: PRNG key (keyword-only); `dtype`: parameter dtype (default float32).
 
     Conversion: [`from_linear`][taxdl.nn.GmPLinear.from_linear],
@@ -230,9 +251,9 @@ class GmPLinear(AbstractLayer):
         self.out_features = check_int(out_features, "out_features", who="GmPLinear")
         self.activation = _check_activation(activation, "GmPLinear")
         self.positively_homogeneous = _known(activation, positively_homogeneous,
-                                             _POSITIVELY_HOMOGENEOUS, "positively_homogeneous",
-                                             "GmPLinear")
-        self.odd = _known(activation, odd, _ODD, "odd", "GmPLinear")
+                                             _POSITIVELY_HOMOGENEOUS, Scaling(positive=True),
+                                             "positively_homogeneous", "GmPLinear")
+        self.odd = _known(activation, odd, _ODD, PointReflection(), "odd", "GmPLinear")
         dtype = check_float_dtype(dtype, "GmPLinear")
         self.theta_t, self.lam, self.r, self.sign = _init_units(key, out_features,
                                                                 in_features, dtype)
@@ -399,9 +420,9 @@ class GmPConv(AbstractLayer):
         self.padding = _padding(padding, who)
         self.activation = _check_activation(activation, who)
         self.positively_homogeneous = _known(activation, positively_homogeneous,
-                                             _POSITIVELY_HOMOGENEOUS, "positively_homogeneous",
-                                             who)
-        self.odd = _known(activation, odd, _ODD, "odd", who)
+                                             _POSITIVELY_HOMOGENEOUS, Scaling(positive=True),
+                                             "positively_homogeneous", who)
+        self.odd = _known(activation, odd, _ODD, PointReflection(), "odd", who)
         dtype = check_float_dtype(dtype, who)
         fan_in = self.in_channels * self.kernel_size[0] * self.kernel_size[1]
         self.theta_t, self.lam, self.r, self.sign = _init_units(key, out_channels, fan_in,

@@ -88,19 +88,6 @@ def _make_norm(spec: Any, width: int, key, dtype) -> Any:
     return norm
 
 
-def _positively_homogeneous(act: Any) -> bool | None:
-    """Whether a tagged activation commutes with positive scalings (from its algebraic E
-    cell), which GmP layers need to know; None for untagged callables."""
-    from ...groups import Scaling, is_subgroup
-    from ...taxonomy import taxonomy
-
-    try:
-        group = taxonomy(act).cell("algebraic", "E").group
-    except TypeError:
-        return None
-    return is_subgroup(Scaling(positive=True), group)
-
-
 class MLP(AbstractPrimitive):
     """A multilayer perceptron of tagged primitives:
     $x \\mapsto W_L\\,\\sigma(\\mathrm{norm}(W_{L-1} \\cdots \\sigma(\\mathrm{norm}(W_1 x + b_1))
@@ -163,8 +150,8 @@ class MLP(AbstractPrimitive):
             if parameterization == "gmp":
                 gmp = _lookup("GmPLinear", "layer")
                 act = _make_activation(activation, w)
-                layers.append(gmp(prev, w, act, key=k, dtype=dtype,
-                                  positively_homogeneous=_positively_homogeneous(act)))
+                # (the layer reads σ's oddness and homogeneity from its declaration)
+                layers.append(gmp(prev, w, act, key=k, dtype=dtype))
                 if norm is not None:
                     layers.append(_make_norm(norm, w, jax.random.fold_in(k, 1), dtype))
             else:

@@ -75,6 +75,17 @@ def _member(group: AbstractGroup, element: Element) -> bool:
         return True
 
 
+def _check_group(group: Any, dim: int) -> AbstractGroup:
+    if not isinstance(group, AbstractGroup):
+        raise TypeError(f"`group` must be a taxdl.groups group (the site's group or a "
+                        f"subgroup of it), got {group!r}.")
+    try:
+        return group.on(dim)
+    except ValueError as err:
+        raise ValueError(f"`group` = {group.name} cannot act on the site's hidden space of "
+                         f"dimension {dim}: {err}") from None
+
+
 def _as_element(element: Any, dim: int) -> Element:
     if isinstance(element, Element):
         e = element
@@ -110,11 +121,16 @@ def apply_hidden(model: Any, site: int, element: Any, group: AbstractGroup | Non
     - `site`: the hidden space between parts `site − 1` and `site` (see
       [`parameter_symmetries`][taxdl.nn.parameter_symmetries]).
     - `element`: a `taxdl.groups.Element`, a matrix, or a permutation (integer vector).
-    - `group`: the group the element belongs to (default: the site's reported group).
+    - `group`: the group the element belongs to: the site's reported group (default) or a
+      subgroup of it (e.g. `Permutation()` at a Bₙ site).
 
     **Returns:** the reparameterised model (same type).
 
-    Raises `ValueError` when the site has no parameter symmetry.
+    Raises `ValueError` when the site has no parameter symmetry, when `group` is not a
+    subgroup of the site's group (acting with its elements would change the function),
+    and when a concrete `element` is not in `group`. Under `jax.jit` (a traced `element`)
+    membership cannot be checked: the element is then taken to be in `group`, and one
+    outside it changes the model's function.
     """
     site = _check_site(site)
     layers = _layers(model)
@@ -125,7 +141,14 @@ def apply_hidden(model: Any, site: int, element: Any, group: AbstractGroup | Non
         raise ValueError(f"site {site} has no parameter symmetry; sites with one: {valid}.")
     sym = syms[site]
     dim = sym.dim
-    group = (group or sym.group).on(dim)
+    site_group = sym.group.on(dim)
+    given = group is not None
+    group = site_group if group is None else _check_group(group, dim)
+    if given and not is_subgroup(group, site_group):
+        raise ValueError(
+            f"`group` = {group.name} is not a subgroup of {site_group.name}, the group of "
+            f"site {site}: acting with its elements would change the model's function. Pass "
+            f"the site's group or a subgroup of it (or leave `group` out).")
     g = _as_element(element, dim)
     g = Element(g.matrix.astype(jnp.float32) if not jnp.issubdtype(g.matrix.dtype, jnp.inexact)
                 else g.matrix, g.shift.astype(jnp.float32) if not jnp.issubdtype(
@@ -135,11 +158,13 @@ def apply_hidden(model: Any, site: int, element: Any, group: AbstractGroup | Non
     permutation = not isinstance(element, Element) and np.ndim(element) == 1
     known = permutation and is_subgroup(Permutation(), group)
     if not known and _concrete(g.matrix) and _concrete(g.shift) and not _member(group, g):
+        where = f"{group.name} (`group`)" if given else (
+            f"{group.name}, the group of site {site}")
         raise ValueError(
-            f"`element` is not in {group.name}, the group of site {site}: acting with it "
-            "would change the model's function. Pass an element of the group (e.g. "
-            f"`{type(group).__name__}({dim}).sample(key, 1)[0]`) or the group it belongs to "
-            "as `group`.")
+            f"`element` is not in {where}: acting with it would change the model's "
+            f"function. Pass an element of {site_group.name}, the site's group (e.g. "
+            f"`{type(site_group).__name__}({dim}).sample(key, 1)[0]`), or a subgroup of it "
+            "as `group` with an element of that subgroup.")
     g_inv = group.inverse(g)
     prefix = transport_chain(layers[:site], parts[:site], L, g, g_inv, group)
     suffix = transport_chain(layers[site:], parts[site:], R, g_inv, g, group)
