@@ -342,6 +342,37 @@ def test_hierarchy_chain_and_partial_order():
     assert [s.name for s in G.SignedPermutation().supergroups()] == ["O(n)", "ℝ×₊ × B_n"]
 
 
+def test_groups_bound_to_different_dimensions_are_not_subgroups():
+    # O(5) and O(4) act on different spaces: neither holds the other, whatever the family
+    assert not G.is_subgroup(G.Orthogonal(5), G.Orthogonal(4))
+    assert not G.is_subgroup(G.Orthogonal(4), G.Orthogonal(5))
+    assert not G.is_subgroup(G.Permutation(3), G.Orthogonal(5))
+    assert not G.is_subgroup(G.Trivial(3), G.Orthogonal(5))
+    assert not G.is_subgroup(G.Product(G.Scaling(positive=True), G.Permutation(4)),
+                             G.PositiveMonomial(5))
+    # one dimension, or a family without one, follows the hierarchy as before
+    assert G.is_subgroup(G.Permutation(5), G.Orthogonal(5))
+    assert G.is_subgroup(G.Permutation(5), G.Orthogonal())
+    assert G.is_subgroup(G.Permutation(), G.Orthogonal(5))
+    assert G.same_group(G.Orthogonal(5), G.Orthogonal(4))   # one family, two dimensions
+
+
+def test_sign_flips_and_point_reflection_lie_in_the_lorentz_group():
+    """O(1, n−1) is the full Lorentz group: every diagonal ±1 matrix preserves
+    η = diag(1, −1, …, −1), so ℤ₂ⁿ and {±I} lie in it (their samples are members)."""
+    for n in (None, 2, 4, 5):
+        lorentz = G.Lorentz() if n is None else G.Lorentz(n)
+        for small in (G.SignFlips, G.PointReflection):
+            sub = small() if n is None else small(n)
+            assert G.is_subgroup(sub, lorentz), (sub.name, lorentz.name)
+            assert not G.is_subgroup(lorentz, sub)
+            if n is not None:
+                assert np.asarray(lorentz.contains(sub.sample(KEY, 64))).all()
+    assert "O(1,n-1)" in [s.name for s in G.SignFlips().supergroups()]
+    # B_n is not inside the Lorentz group (a permutation mixes time and space)
+    assert not G.is_subgroup(G.SignedPermutation(4), G.Lorentz(4))
+
+
 def test_membership_at_another_tolerance_compiles_nothing(jax_events):
     """The tolerance is an argument of the compiled membership test, not a constant in
     it: testing the same elements at a second tolerance traces and compiles nothing, and

@@ -122,12 +122,24 @@ def test_group_filter_compares_bound_cells_in_their_dimension():
     ({"generation": ""}, "unknown generation ''"),
     ({"name": 3}, "`name` must be a string"),
     ({"family": "widget"}, "unknown family 'widget'"),
+    ({"family": 3}, "`family` must be a string or a sequence of strings .*activation"),
+    ({"family": ("activation", None)}, "`family` must be a string or a sequence of strings"),
     ({"group": "Q(n)"}, "unknown group 'Q\\(n\\)'"),
     ({"generation": "strong"}, "unknown generation 'strong'"),
 ])
 def test_table_rejects_unknown_filters(kwargs, match):
     with pytest.raises((TypeError, ValueError), match=match):
         taxdl.table(**kwargs)
+
+
+def test_consistency_law_compares_bound_cells_in_their_dimensions():
+    # O(5) does not lie in O(4): a probabilistic O(5) under a closure O(4) is refused
+    with pytest.raises(InconsistentTaxonomyError, match="probabilistic cell declares O\\(5\\)"):
+        Taxonomy(closure=(None, None, O(4)), probabilistic=(None, None, O(5)),
+                 algebraic=(None, None, O(5)))
+    # in one dimension, or against an unbound family, the order is the usual one
+    Taxonomy(closure=(None, None, O(5)), probabilistic=(None, None, B(5)))
+    Taxonomy(closure=(None, None, O()), probabilistic=(None, None, B(5)))
 
 
 def test_consistency_law_names_the_cell():

@@ -9,6 +9,7 @@ Hierarchy on one layer's ℝⁿ (DESIGN §1):
     I ⊂ Sₙ ⊂ Dₙ ⊂ Bₙ ⊂ O(n) ⊂ ℝ×·O(n) (similarities) ⊂ GL(n),   I ⊂ Ψ ⊂ O(n),
     I ⊂ SO(n) ⊂ O(n),   Sₙ ⊂ O(n−1) (permutations fix 1) ⊂ O(n),   I ⊂ ℝ×₊ ⊂ ℝ× ⊂ ℝ×·O(n),
     I ⊂ {±I} ⊂ ℝ×, ℤ₂ⁿ (sign flips) ⊂ Bₙ, and for even n also {±I} ⊂ SO(n), Dₙ,
+    {±I} ⊂ ℤ₂ⁿ ⊂ O(1, n−1) (the full Lorentz group: diagonal signs preserve η),
     Sₙ ⊂ Sₙ⋉(ℝ×₊)ⁿ ⊃ ℝ×₊ (positive monomials) ⊂ Sₙ⋉(ℝ×)ⁿ (monomials) ⊂ GL(n),
     Bₙ ⊂ Sₙ⋉(ℝ×)ⁿ ⊃ (ℝ×)ⁿ (invertible diagonals) ⊃ ℝ×, (ℝ×₊)ⁿ ⊃ ℝ×₊,
     (ℝ×₊)ⁿ ⊂ Sₙ⋉(ℝ×₊)ⁿ,
@@ -155,8 +156,8 @@ def _times_scalars(g: AbstractGroup, positive: bool = True, sign: bool = True
     return tuple(Product(s, g, n=g.n) for s in scalars)
 
 
-_register(SignFlips, lambda g: _bind((SignedPermutation(), Diagonal()), g.n)
-          + _times_scalars(g, sign=False))
+_register(SignFlips, lambda g: _bind((SignedPermutation(), Diagonal(), Lorentz()), g.n)
+          + _times_scalars(g, sign=False))   # diag(±1) preserves η: ℤ₂ⁿ ⊂ O(1, n−1)
 _register(Permutation, lambda g: _bind(
     (EvenSignedPermutation(), OrthogonalComplement(), _extra("PositiveMonomial")), g.n)
     + _times_scalars(g))
@@ -447,10 +448,12 @@ def _rules_token() -> int:
 def is_subgroup(a: AbstractGroup, b: AbstractGroup) -> bool:
     """Whether family `a` ⊆ family `b` in the hierarchy (reflexive, transitive).
 
-    The trivial group is a subgroup of everything; products compare factor-wise. Groups
-    bound to a dimension follow that dimension's edges (e.g. {±I} ⊂ SO(n) only for
-    even n); unbound families follow those that hold in every dimension. Answers are
-    remembered per pair of families and dimensions until a hierarchy rule is registered.
+    The trivial group is a subgroup of every group in its dimension; products compare
+    factor-wise. Groups bound to different dimensions act on different spaces and are
+    never subgroups of one another (not even the trivial ones). Groups bound to one
+    dimension follow that dimension's edges (e.g. {±I} ⊂ SO(n) only for even n); unbound
+    families follow those that hold in every dimension. Answers are remembered per pair
+    of families and dimensions until a hierarchy rule is registered.
     """
     return remembered(_SUBGROUP_MEMO, _rules_token(), (family_key(a), family_key(b)),
                       lambda: _is_subgroup(a, b))
@@ -522,6 +525,8 @@ def remembered(memo: dict, token, key, compute):
 
 
 def _is_subgroup(a: AbstractGroup, b: AbstractGroup) -> bool:
+    if a.n is not None and b.n is not None and a.n != b.n:
+        return False   # they act on different spaces
     a, b = simplify_product(a), simplify_product(b)
     if same_group(a, b) or isinstance(a, Trivial):
         return True

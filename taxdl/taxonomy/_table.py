@@ -157,7 +157,10 @@ def table(**filters) -> Table:
     entries = registry().values()
     fam = filters.get("family")
     if fam is not None:
-        fams = (fam,) if isinstance(fam, str) else tuple(fam)
+        fams = (fam,) if isinstance(fam, str) else _strings(fam)
+        if fams is None:
+            raise TypeError(f"table filter `family` must be a string or a sequence of strings "
+                            f"(each one of {', '.join(FAMILIES)}), got {fam!r}.")
         bad = [f for f in fams if f not in FAMILIES]
         if bad:
             raise ValueError(f"unknown family {bad[0]!r}; expected one of {', '.join(FAMILIES)}.")
@@ -180,6 +183,15 @@ def table(**filters) -> Table:
         rows = [r for r in rows if any(
             not r.taxonomy.cell(g, f).trivial for g in gens for f in fls)]
     return Table(rows)
+
+
+def _strings(value) -> tuple[str, ...] | None:
+    """`value` as a tuple of strings, or None when it is not an iterable of strings."""
+    try:
+        items = tuple(value)
+    except TypeError:
+        return None
+    return items if all(isinstance(v, str) for v in items) else None
 
 
 def _contains_family(declared: AbstractGroup, wanted: AbstractGroup) -> bool:
