@@ -151,6 +151,10 @@ def test_init_linear_and_init_weights_reinitialise_layers():
     (lambda: tnn.IsotropicNormal(mode="fan"), ValueError, "`mode`"),
     (lambda: tnn.SphereUniform(radius=-1.0), ValueError, "`radius`"),
     (lambda: tnn.TruncatedNormal(lower=1.0, upper=1.0), ValueError, "`lower`"),
+    (lambda: tnn.functional.truncated_normal(jax.random.key(0), (3,), lower=2.0, upper=1.0),
+     ValueError, "^truncated_normal: `lower` must be < `upper`"),
+    (lambda: tnn.functional.truncated_normal(jax.random.key(0), (3,), lower="a"), TypeError,
+     "^truncated_normal: `lower`"),
 ])
 def test_bad_arguments_are_named(call, err, match, library_checks_only):
     with pytest.raises(err, match=match):

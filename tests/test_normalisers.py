@@ -767,6 +767,56 @@ def test_batch_statistics_name_a_bad_batch(x, error, match, library_checks_only)
             f(x)
 
 
+@pytest.mark.parametrize("name,call", [
+    ("unit_vector", lambda x: tf.unit_vector(x)),
+    ("layer_norm", lambda x: tf.layer_norm(x, 2.0, 0.5, 1e-3)),
+    ("rms_norm", lambda x: tf.rms_norm(x, 2.0, 1e-3)),
+    ("group_norm", lambda x: tf.group_norm(x, 2.0, 0.5, 1)),
+    ("instance_norm", lambda x: tf.instance_norm(x, 2.0, 0.5)),
+    ("batch_norm", lambda x: tf.batch_norm(x, 2.0, 0.5)),
+    ("chi_norm", lambda x: tf.chi_norm(x, 2.0, 0.5)),
+])
+def test_empty_feature_axes_and_batches_give_empty_outputs(name, call):
+    """No features (shape (2, 0)) or no rows (shape (0, 3)): nothing to normalise, so the
+    output is empty of the input's shape and dtype (ℝ⁰ holds only the zero vector), and so
+    is the gradient; reductions over an empty axis would have no identity."""
+    for shape in ((2, 0), (0, 3)):
+        for dtype in (jnp.float32, jnp.bfloat16):
+            x = jnp.zeros(shape, dtype)
+            y = call(x)
+            assert y.shape == shape and y.dtype == dtype, (name, shape, dtype)
+        g = jax.grad(lambda x: jnp.sum(call(x)))(jnp.zeros(shape))
+        assert g.shape == shape
+
+
+def test_statistics_of_no_rows_are_refused_and_of_no_features_are_empty(library_checks_only):
+    from taxdl.nn.normalisers._functional import batch_statistics
+    for f, who in ((tf.chi_statistics, "chi_statistics"), (batch_statistics, "batch_statistics")):
+        with pytest.raises(ValueError, match=f"{who}: `x` must hold at least one row"):
+            f(jnp.zeros((0, 3)))
+    mean, rms = tf.chi_statistics(jnp.ones((4, 0)))
+    assert mean.shape == (0,) and float(rms) == 0.0
+    mean, std = batch_statistics(jnp.ones((4, 0)))
+    assert mean.shape == std.shape == (0,)
+
+
+@pytest.mark.parametrize("call,who", [
+    (lambda: tf.chi_norm(jnp.ones((2, 3)), 1.0, 0.0, eps=-1.0), "chi_norm"),
+    (lambda: tf.layer_norm(jnp.ones(3), 1.0, 0.0, eps=-1.0), "layer_norm"),
+    (lambda: tf.group_norm(jnp.ones((2, 4)), 1.0, 0.0, 3), "group_norm"),
+])
+def test_errors_name_the_function_called(call, who, library_checks_only):
+    with pytest.raises(ValueError, match=f"^{who}: `(eps|groups)`"):
+        call()
+
+
+def test_batch_apply_refuses_integer_inputs(library_checks_only):
+    """An integer batch would come back truncated to integers."""
+    from taxdl.nn.normalisers._functional import batch_apply
+    with pytest.raises(TypeError, match="batch_apply: `x` must be a real floating"):
+        batch_apply(jnp.array([[1, 2, 3], [4, 5, 6]]), jnp.ones(3), jnp.ones(3), 1.0, 0.0)
+
+
 def test_isotropic_layer_norm_refuses_integer_inputs(library_checks_only):
     """Computed in float32 and cast back to x's dtype, an integer x would come back
     truncated: refused by name instead."""

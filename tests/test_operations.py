@@ -570,15 +570,22 @@ def test_rotated_dropouts_compute_half_precision_in_float32(dtype):
      "`x` must be a real floating"),
     (lambda: tf.rotated_dropout(jnp.ones(3), jnp.eye(3, dtype=jnp.complex64), jnp.ones(3), 0.5),
      TypeError, "`basis` must be a real floating"),
-    (lambda: tf.box_clip(jnp.array([0.5, 0.2]), -1.0), ValueError, "`bound`"),
+    (lambda: tf.box_clip(jnp.array([0.5, 0.2]), -1.0), ValueError, "^box_clip: `bound`"),
     (lambda: tf.box_clip(jnp.array([0.5, 0.2]), 0.0), ValueError, "`bound`"),
-    (lambda: tf.elementwise_clip(jnp.array([0.5, 0.2]), -1.0), ValueError, "`bound`"),
+    (lambda: tf.elementwise_clip(jnp.array([0.5, 0.2]), -1.0), ValueError,
+     "^elementwise_clip: `bound`"),
     (lambda: tf.rotated_dropout(jnp.ones(2), jnp.eye(2), jnp.ones(2), rate=1.0), ValueError,
      "`rate`"),
 ])
 def test_bad_arguments_are_named(call, err, match, library_checks_only):
     with pytest.raises(err, match=match):
         call()
+
+
+def test_box_clip_of_no_coordinates_is_empty():
+    for shape in ((2, 0), (0, 3)):
+        assert tf.box_clip(jnp.zeros(shape), 1.0).shape == shape
+        assert jax.grad(lambda x: jnp.sum(tf.box_clip(x, 1.0)))(jnp.zeros(shape)).shape == shape
 
 
 @pytest.mark.parametrize("call", [

@@ -297,10 +297,13 @@ def truncated_normal(key: PRNGKeyArray, shape, dtype=None, stddev: float = 1.0,
     shape = _check_shape(shape, "truncated_normal")
     dtype = _check_dtype(dtype, "truncated_normal")
     stddev = _positive(stddev, "stddev", "truncated_normal")
-    lower = check_real(lower, "lower") if not isinstance(lower, jax.Array) else lower
-    upper = check_real(upper, "upper") if not isinstance(upper, jax.Array) else upper
+    lower = check_real(lower, "lower", who="truncated_normal") if not isinstance(
+        lower, jax.Array) else lower
+    upper = check_real(upper, "upper", who="truncated_normal") if not isinstance(
+        upper, jax.Array) else upper
     if not lower < upper:
-        raise ValueError(f"`lower` must be < `upper`, got {lower!r} and {upper!r}.")
+        raise ValueError(f"truncated_normal: `lower` must be < `upper`, got {lower!r} and "
+                         f"{upper!r}.")
     # Variance of the standard normal truncated to [lower, upper]; its mass z from erfc on
     # the side of the tail the interval lies in (a difference of CDFs near 1 loses it).
     phi = lambda t: math.exp(-t * t / 2) / math.sqrt(2 * math.pi)

@@ -67,6 +67,8 @@ def _scaled_standardise(c: Array, axis, root_eps: float = 0.0, reduce: str = "me
     zero gradient. Computed in `compute_dtype` (float32 for half precisions).
     """
     c = c.astype(compute_dtype(c.dtype))
+    if c.size == 0:  # nothing to standardise (its reductions would have no identity)
+        return c
     return _standardise(c, root_eps, axis, reduce)
 
 
@@ -94,8 +96,6 @@ def _standardise(c: Array, root_eps: float, axis, reduce: str) -> Array:
     def by_max(c, s):
         return _standardise_by_max(c, root_eps, axis, reduce)
 
-    if c.size == 0:
-        return by_max(c, s)
     return jax.lax.cond(trusted, plain, by_max, c, s)
 
 
@@ -124,6 +124,8 @@ def _centred_standardise(x: Array, axis, eps=0.0) -> Array:
     to 0 (see `_range`) with the gradient of $x - \\bar x$ kept, so that with ε > 0
     the gradient there is $(I - \\tfrac1n J)/\\sqrt ε$, as it is nearby."""
     x = x.astype(compute_dtype(x.dtype))
+    if x.size == 0:  # nothing to standardise (its reductions would have no identity)
+        return x
     largest, constant = _range(x, axis)
     m = power_of_two_near(largest)
     u = x / m
@@ -218,7 +220,8 @@ def layer_norm(x: Float[Array, "*b n"], gamma, beta, eps: RealLike = 0.0) -> Flo
     **Symmetry:** see [`LayerNorm`][taxdl.nn.LayerNorm] (Table 5.2 rows).
     """
     require_floating(x, "layer_norm", "x")
-    return gamma * centred_standardise(x, eps) + beta
+    eps = check_eps(eps, "layer_norm")
+    return gamma * _centred_standardise(x, -1, eps).astype(x.dtype) + beta
 
 
 def rms_norm(x: Float[Array, "*b n"], gamma, eps: RealLike = 0.0) -> Float[Array, "*b n"]:
@@ -235,8 +238,8 @@ def rms_norm(x: Float[Array, "*b n"], gamma, eps: RealLike = 0.0) -> Float[Array
 def _check_groups(n: int, groups: IntLike) -> int:
     if (isinstance(groups, bool) or not isinstance(groups, INT_TYPES) or groups < 1
             or n % groups):
-        raise ValueError(f"`groups` must be a positive divisor of the channel count {n}, "
-                         f"got {groups!r}.")
+        raise ValueError(f"group_norm: `groups` must be a positive divisor of the channel "
+                         f"count {n}, got {groups!r}.")
     return n // int(groups)
 
 
@@ -256,6 +259,8 @@ def group_norm(x: Float[Array, "*s n"], gamma, beta, groups: IntLike,
     eps = check_eps(eps, "group_norm")
     n = x.shape[-1]
     c = _check_groups(n, groups)
+    if x.size == 0:  # no channels or no positions: nothing to standardise
+        return gamma * x + beta
     xg = x.reshape(*x.shape[:-1], n // c, c)
     axes = tuple(range(x.ndim - 1)) + (x.ndim,)
     y = _centred_standardise(xg, axes, eps).reshape(x.shape).astype(x.dtype)
@@ -272,6 +277,8 @@ def instance_norm(x: Float[Array, "*s n"], gamma, beta, eps: RealLike = 0.0
     β = 0; (ℝ×₊, +λ1)-right-invariant when ε = 0.
     """
     require_floating(x, "instance_norm", "x")
+    if x.shape[-1] == 0:  # no channels
+        return gamma * x + beta
     return group_norm(x, gamma, beta, x.shape[-1], eps)
 
 
@@ -327,9 +334,12 @@ def chi_apply(x: Float[Array, "*b n"], mean: Float[Array, " n"], rms: Float[Arra
     O(n)-equivariant when β = 0: the data-like symmetry of [`ChiNorm`][taxdl.nn.ChiNorm].
     """
     require_floating(x, "chi_apply")
-    n = x.shape[-1]
     eps = check_eps(eps, "chi_apply")
-    return gamma * (chi_scale(n) * _ratio(x, mean, rms, eps)) + beta
+    return _chi_apply(x, mean, rms, gamma, beta, eps)
+
+
+def _chi_apply(x, mean, rms, gamma, beta, eps: float):
+    return gamma * (chi_scale(x.shape[-1]) * _ratio(x, mean, rms, eps)) + beta
 
 
 @ft.partial(jax.jit, static_argnames=("eps",))
@@ -339,6 +349,8 @@ def _ratio(x, mean, scale, eps):
     `compute_dtype(x.dtype)` (statistics of any dtype), returned in x's dtype."""
     work = compute_dtype(x.dtype)
     dtype, x, mean, scale = x.dtype, x.astype(work), mean.astype(work), scale.astype(work)
+    if x.size == 0:
+        return x.astype(dtype)
     m = jnp.maximum(jnp.maximum(jnp.max(jnp.abs(x), axis=-1, keepdims=True),
                                 jnp.max(jnp.abs(mean), axis=-1, keepdims=True)),
                     jnp.max(jnp.abs(scale)))
@@ -349,10 +361,14 @@ def _ratio(x, mean, scale, eps):
 
 
 def _require_batch(x, who: str) -> None:
-    """A real floating batch of shape (b, n)."""
+    """A real floating batch of shape (b, n) with b ≥ 1 (the statistics of no rows are
+    undefined)."""
     require_floating(x, who, "x")
     if x.ndim != 2:
         raise ValueError(f"{who}: `x` must be a batch of shape (b, n), got shape {x.shape}.")
+    if x.shape[0] == 0:
+        raise ValueError(f"{who}: `x` must hold at least one row (b >= 1) for its batch "
+                         f"statistics, got shape {x.shape}.")
 
 
 @jax.jit
@@ -367,6 +383,8 @@ def chi_statistics(x: Float[Array, "b n"]) -> tuple[Float[Array, " n"], Float[Ar
     _require_batch(x, "chi_statistics")
     x = x.astype(compute_dtype(x.dtype))
     dtype = x.dtype
+    if x.size == 0:  # no features: an empty mean and a zero magnitude
+        return jnp.zeros(x.shape[1:], dtype), jnp.zeros((), dtype)
     largest, constant = _range(x, 0)
     m = power_of_two_near(jnp.max(largest))
     u = x / m
@@ -389,6 +407,8 @@ def batch_statistics(x: Float[Array, "b n"]) -> tuple[Float[Array, " n"], Float[
     _require_batch(x, "batch_statistics")
     x = x.astype(compute_dtype(x.dtype))
     dtype = x.dtype
+    if x.size == 0:  # no features
+        return jnp.zeros(x.shape[1:], dtype), jnp.zeros(x.shape[1:], dtype)
     largest, constant = _range(x, 0)
     m = power_of_two_near(largest)
     u = x / m
@@ -405,6 +425,7 @@ def batch_apply(x: Float[Array, "*b n"], mean: Float[Array, " n"], std: Float[Ar
 
     **Symmetry:** as [`BatchNorm`][taxdl.nn.BatchNorm].
     """
+    require_floating(x, "batch_apply", "x")
     eps = check_eps(eps, "batch_apply")
     return gamma * _ratio(x, mean, std, eps) + beta
 
@@ -430,11 +451,14 @@ def chi_norm(x: Float[Array, "b n"], gamma, beta, eps: RealLike = 0.0) -> Float[
     # (through x directly and through the statistics) are summed in the compute dtype,
     # so a half-precision gradient that overflows is ±inf (as for the other normalisers)
     # rather than inf − inf = NaN
+    eps = check_eps(eps, "chi_norm")
+    if x.size == 0:  # no rows or no features: nothing to normalise
+        return x
     work = compute_dtype(x.dtype)
     xw = x.astype(work)
     mean, rms = chi_statistics(xw)
-    return chi_apply(xw, mean, rms, jnp.asarray(gamma).astype(work),
-                     jnp.asarray(beta).astype(work), eps).astype(x.dtype)
+    return _chi_apply(xw, mean, rms, jnp.asarray(gamma).astype(work),
+                      jnp.asarray(beta).astype(work), eps).astype(x.dtype)
 
 
 def magnitude_normalise(x: Float[Array, "*b n"], scale: Float[Array, ""], gamma, beta,

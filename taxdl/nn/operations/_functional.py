@@ -292,7 +292,7 @@ def elementwise_clip(x: Float[Array, "*b n"], bound: float = 1.0) -> Float[Array
     **Symmetry:** Bₙ-equivariant.
     """
     require_floating(x, "elementwise_clip", "x")
-    bound = check_real(bound, "bound", low=0, low_open=True)
+    bound = check_real(bound, "bound", who="elementwise_clip", low=0, low_open=True)
     return jnp.clip(x, -bound, bound)
 
 
@@ -309,7 +309,9 @@ def box_clip(x: Float[Array, "*b n"], bound: float = 1.0) -> Float[Array, "*b n"
     **Symmetry:** Bₙ-equivariant (the box is not rotation-invariant).
     """
     require_floating(x, "box_clip", "x")
-    bound = check_real(bound, "bound", low=0, low_open=True)
+    bound = check_real(bound, "bound", who="box_clip", low=0, low_open=True)
+    if x.size == 0:  # nothing to clip (max |x| of no coordinates is undefined)
+        return x
     return _box_clip(x, bound)
 
 
