@@ -8,6 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+import scipy.stats
 
 import taxdl.nn as tnn
 import taxdl.nn.functional as tf
@@ -287,6 +288,18 @@ def test_truncated_normal_in_one_tail():
     assert abs(w.std() - 0.5) < 0.01
     with pytest.raises(ValueError, match="`lower`, `upper`.*no probability mass"):
         F.truncated_normal(jax.random.key(0), (3,), jnp.float32, 1.0, 50.0, 60.0)
+    # deeper in a tail, where P(Z ≤ lower) rounds to 1 in float32: the draws still follow
+    # the truncated normal (Kolmogorov–Smirnov against scipy's float64 CDF) with the asked
+    # standard deviation, on either side
+    for lower, upper in ((5.0, 6.0), (-6.0, -5.0), (10.0, 12.0), (30.0, 37.0)):
+        law = scipy.stats.truncnorm(lower, upper)
+        w = np.asarray(F.truncated_normal(jax.random.key(2), (100_000,), jnp.float32, 0.5,
+                                          lower, upper), np.float64)
+        z = w / 0.5 * law.std()   # back to the standard normal's scale
+        slack = 1e-5 * max(abs(lower), abs(upper))   # the rescaling's rounding
+        assert lower - slack <= z.min() and z.max() <= upper + slack
+        assert abs(w.std() - 0.5) < 0.01
+        assert scipy.stats.kstest(z, law.cdf).pvalue > 1e-3
 
 
 def test_haar_draws_outside_jit_are_compiled_once(jax_events):
