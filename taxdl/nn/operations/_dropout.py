@@ -178,7 +178,7 @@ class StochasticIsotropicDropout(AbstractOperation):
         n = x.shape[-1]
         kb, km = jax.random.split(key)
         if basis is None:
-            basis = self.sample_basis(kb, n, x.dtype)
+            basis = self.sample_basis(kb, n, compute_dtype(x.dtype))  # rotated in it
         elif basis.shape != (n, n):
             raise ValueError(f"StochasticIsotropicDropout: `basis` must have shape ({n}, {n}), "
                              f"got {basis.shape}.")
