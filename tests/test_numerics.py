@@ -122,7 +122,9 @@ def test_functional_and_module_forms_word_the_same_error_alike():
         F.elementwise_clip(x, -1.0)
     with pytest.raises(ValueError, match="`bound` must be a finite number > 0, got -1.0") as m:
         tnn.CoordinateClip(-1.0)
-    assert str(m.value) == "CoordinateClip: " + str(f.value)
+    # each names itself, then the same wording
+    assert str(f.value) == "elementwise_clip: `bound` must be a finite number > 0, got -1.0."
+    assert str(m.value) == "CoordinateClip: `bound` must be a finite number > 0, got -1.0."
 
 
 @pytest.mark.parametrize("call,name", [
