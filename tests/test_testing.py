@@ -24,6 +24,7 @@ from taxdl.groups import (
     ScaleShift,
     Scaling,
     SignedPermutation,
+    Translation,
     Trivial,
 )
 from taxdl.taxonomy import (
@@ -139,6 +140,17 @@ class OddShiftedTanhClaimedPermutation(AbstractActivation):
         return jnp.tanh(x + jnp.mean(x))
 
 
+class MeanPreservingSigmoidClaimedPermutation(AbstractActivation):
+    """Negative control: sigmoid(x − mean x) + mean x, declared Sₙ-equivariant. It also
+    commutes with the shifts along 1, which permutations fix (+λ1 × Sₙ): neither a scalar
+    extension nor Dₙ or O(n−1) holds, so only that extension exposes the under-claim."""
+
+    taxonomy: ClassVar[Taxonomy] = equivariant_taxonomy(Permutation())
+
+    def __call__(self, x, *, key=None):
+        return jax.nn.sigmoid(x - jnp.mean(x)) + jnp.mean(x)
+
+
 @pytest.mark.parametrize("prim, n, holds", [
     (ShiftedReLUClaimedPermutation(), 6, "ℝ×₊ × S_6"),
     (OddShiftedTanhClaimedPermutation(), 5, "±I_5 × S_5"),
@@ -154,6 +166,19 @@ def test_under_claim_below_a_scalar_extension_is_caught(prim, n, holds):
                     Permutation())
     assert_algebraic(prim, group, "E", n=n, **FAST)
     result = assert_maximal(prim, group, "E", n=n, **FAST)
+    assert result.maximality and all(m.found for m in result.maximality)
+
+
+def test_under_claim_below_the_shifts_along_ones_is_caught():
+    prim = MeanPreservingSigmoidClaimedPermutation()
+    with pytest.raises(SymmetryViolation, match="may not be maximal") as info:
+        check(prim, n=5, **FAST)
+    assert {m.group for m in info.value.cell.maximality if m.found is False} == {
+        "+λ1 × S_5"}
+    # ...and Sₙ with the shifts is maximal
+    group = Product(Translation(), Permutation())
+    assert_algebraic(prim, group, "E", n=5, **FAST)
+    result = assert_maximal(prim, group, "E", n=5, **FAST)
     assert result.maximality and all(m.found for m in result.maximality)
 
 

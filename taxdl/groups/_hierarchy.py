@@ -28,6 +28,8 @@ Hierarchy on one layer's ℝⁿ (DESIGN §1):
 Scalars commute with every linear map, so a linear group G without them sits inside
 ℝ×₊ × G and {±I} × G (maps homogeneous of degree one, or odd, on top of G): for Sₙ, S_c≀S_G,
 Dₙ, Bₙ, ℤ₂ⁿ, SO(n), O(n−1), Ψ, O(1, n−1) and Sₙ⋉(ℝ×₊)ⁿ, whichever of the two G lacks.
+The groups fixing 1 (Sₙ, S_c≀S_G, O(n−1)) commute with the shifts along it and sit inside
++λ1 × G.
 
 Commuting products G₁ × G₂ contain each factor; their immediate supergroups replace one
 factor by one of its immediate supergroups (after dropping factors absorbed by others). A
@@ -158,10 +160,17 @@ def _times_scalars(g: AbstractGroup, positive: bool = True, sign: bool = True
 
 _register(SignFlips, lambda g: _bind((SignedPermutation(), Diagonal(), Lorentz()), g.n)
           + _times_scalars(g, sign=False))   # diag(±1) preserves η: ℤ₂ⁿ ⊂ O(1, n−1)
+def _with_shifts(g: AbstractGroup) -> tuple[AbstractGroup, ...]:
+    """+λ1 × g, for a linear group g fixing the all-ones direction (permutations, O(n−1)),
+    with which the shifts along it commute."""
+    return (Product(Translation(), g, n=g.n),)
+
+
 _register(Permutation, lambda g: _bind(
     (EvenSignedPermutation(), OrthogonalComplement(), _extra("PositiveMonomial")), g.n)
-    + _times_scalars(g))
-_register(BlockPermutation, lambda g: (Permutation(g.n),) + _times_scalars(g))
+    + _times_scalars(g) + _with_shifts(g))
+_register(BlockPermutation, lambda g: (Permutation(g.n),) + _times_scalars(g)
+          + _with_shifts(g))
 _register(EvenSignedPermutation, lambda g: _bind((SignedPermutation(),), g.n)
           + _times_scalars(g, sign=False))
 _register(SignedPermutation, lambda g: _bind((Orthogonal(), _extra("Monomial")), g.n)
@@ -171,7 +180,8 @@ _register(SpecialOrthogonal, lambda g: _bind((Orthogonal(),), g.n)
 _register(Simplex, lambda g: _bind((Orthogonal(),), g.n) + _times_scalars(g))
 _register(Dihedral, lambda g: _bind((Orthogonal(),), 2 if g.n is not None else None)
           + _times_scalars(g, sign=g.k % 2 == 1))   # rotation by π ∈ D_k iff k is even
-_register(OrthogonalComplement, lambda g: _bind((Orthogonal(),), g.n) + _times_scalars(g))
+_register(OrthogonalComplement, lambda g: _bind((Orthogonal(),), g.n) + _times_scalars(g)
+          + _with_shifts(g))
 _register(Orthogonal, lambda g: _bind((ConformalLinear(), Euclidean()), g.n))
 _register(ConformalLinear, lambda g: _bind((GeneralLinear(),), g.n))
 _register(GeneralLinear, lambda g: _bind((Affine(),), g.n))
