@@ -291,7 +291,9 @@ def truncated_normal(key: PRNGKeyArray, shape, dtype=None, stddev: float = 1.0,
                      lower: float = -2.0, upper: float = 2.0) -> Array:
     """iid normal entries truncated to $[\\text{lower}, \\text{upper}]$ standard deviations
     and rescaled so the standard deviation is `stddev` (like
-    `jax.nn.initializers.truncated_normal`).
+    `jax.nn.initializers.truncated_normal`). An interval in one tail (lower ≥ 2 or
+    upper ≤ −2) is sampled by inverting its log tail probability, so that draws follow
+    the truncated law there too (bounds within about ±37).
 
     **Symmetry (audit):** bounded iid entries: at most signed permutations (Bₙ, when the
     bounds are symmetric)."""
