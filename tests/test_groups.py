@@ -334,9 +334,14 @@ def test_hierarchy_chain_and_partial_order():
         "D_5", "O(4)", "ℝ×₊ × S_5", "±I_5 × S_5", "+λ1 × S_5"]
     # permutations and O(n−1) fix 1, so the shifts along it extend them (a map declared
     # Sₙ-equivariant must fail under +λ1 × Sₙ, e.g. elementwise functions other than
-    # x ↦ x + c)
+    # x ↦ x + c); the maximality check tests it, but it is not a hierarchy rule (the walk
+    # from the trivial group would multiply its products)
     assert "+λ1 × O(4)" in [s.name for s in G.OrthogonalComplement(5).supergroups()]
     assert G.is_subgroup(G.Permutation(5), G.Product(G.Translation(), G.Permutation(5)))
+    assert not any("+λ1" in s.name for s in G.immediate_supergroups(G.Permutation(5)))
+    assert G.shift_extensions(G.PointReflection(5)) == ()      # −I moves 1
+    assert G.shift_extensions(G.Trivial(5)) == ()               # +λ1 itself is listed
+    assert G.shift_extensions(G.Product(G.Translation(), G.Permutation(5))) == ()
     assert "S_5⋉(ℝ×₊)^5" in [s.name for s in G.immediate_supergroups(G.Permutation(5))]
     assert G.is_subgroup(G.Product(G.Scaling(positive=True), G.Permutation(5)),
                          G.PositiveMonomial(5))
@@ -426,7 +431,8 @@ def test_supergroups_are_the_least_of_what_the_rules_list():
             if g.name in seen:
                 continue
             seen.add(g.name)
-            listed, kept = G.immediate_supergroups(g), g.supergroups()
+            listed = G.immediate_supergroups(g) + G.shift_extensions(g)
+            kept = g.supergroups()
             assert set(s.name for s in kept) <= set(s.name for s in listed), g.name
             for a in kept:
                 assert G.is_subgroup(g, a) and not G.is_subgroup(a, g), (g.name, a.name)
@@ -583,12 +589,11 @@ def test_scalar_extensions_in_the_hierarchy():
     assert "±I_n × Ψ(D_3)" in names(G.Dihedral(k=3))
     assert "±I_n × Ψ(D_4)" not in names(G.Dihedral(k=4))   # rotation by π ∈ D₄
     assert "±I_3 × S_3⋉(ℝ×₊)^3" in names(G.PositiveMonomial(3))
-    # above ℝ×₊ × Sₙ: ℝ× × Sₙ, the shifts along 1 with it (permutations fix 1; named
-    # (ℝ×₊ × Sₙ)⋉+λ1), and the products with Sₙ's own supergroups; never (ℝ×₊)ⁿ × Sₙ,
-    # which would not commute
+    # above ℝ×₊ × Sₙ: ℝ× × Sₙ, (ℝ×₊,+λ1) × Sₙ (permutations fix 1), and the products with
+    # Sₙ's own supergroups; never (ℝ×₊)ⁿ × Sₙ, which would not commute
     above = names(G.Product(G.Scaling(positive=True), G.Permutation(5)))
-    assert above == ["ℝ× × S_5", "ℝ×₊ × D_5", "ℝ×₊ × O(4)", "S_5⋉(ℝ×₊)^5",
-                     "(ℝ×₊ × S_5)⋉+λ1"]
+    assert above == ["ℝ× × S_5", "ℝ×₊,+λ1 × S_5", "ℝ×₊ × D_5", "ℝ×₊ × O(4)",
+                     "S_5⋉(ℝ×₊)^5"]
     # in an even dimension {±I} × Sₙ is inside Dₙ; the sign and the positive scalars
     # together are ℝ×, and ℝ× × H is {±I} × H when H has the positive scalars
     assert "D_4" in names(G.Product(G.PointReflection(), G.Permutation(4)))

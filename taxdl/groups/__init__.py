@@ -28,6 +28,7 @@ from ._hierarchy import represent as represent
 from ._hierarchy import same_group as same_group
 from ._hierarchy import scalar_subgroup as scalar_subgroup
 from ._hierarchy import scalings_times as scalings_times
+from ._hierarchy import shift_extensions as shift_extensions
 from ._hierarchy import signs_times as signs_times
 from ._real import BlockPermutation as BlockPermutation
 from ._real import ConformalLinear as ConformalLinear

@@ -223,11 +223,12 @@ class AbstractGroup(eqx.Module):
         return is_subgroup(self, other)
 
     def supergroups(self) -> tuple["AbstractGroup", ...]:
-        """The immediate supergroups in the hierarchy (bound to the same dimension): those
-        the hierarchy's rule lists, less any that holds another one listed."""
-        from ._hierarchy import immediate_supergroups, least
+        """The immediate supergroups (bound to the same dimension) that a maximality check
+        tests: those the hierarchy's rule lists and, for a group fixing the all-ones
+        direction, +λ1 × G (`shift_extensions`), less any that holds another one."""
+        from ._hierarchy import immediate_supergroups, least, shift_extensions
 
-        return least(immediate_supergroups(self))
+        return least(immediate_supergroups(self) + shift_extensions(self))
 
 
 class AbstractCompactGroup(AbstractGroup):

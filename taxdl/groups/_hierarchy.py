@@ -28,8 +28,10 @@ Hierarchy on one layer's ℝⁿ (DESIGN §1):
 Scalars commute with every linear map, so a linear group G without them sits inside
 ℝ×₊ × G and {±I} × G (maps homogeneous of degree one, or odd, on top of G): for Sₙ, S_c≀S_G,
 Dₙ, Bₙ, ℤ₂ⁿ, SO(n), O(n−1), Ψ, O(1, n−1) and Sₙ⋉(ℝ×₊)ⁿ, whichever of the two G lacks.
-The groups fixing 1 (Sₙ, S_c≀S_G, O(n−1)) commute with the shifts along it and sit inside
-+λ1 × G.
+The nontrivial linear groups fixing 1 (Sₙ, S_c≀S_G, O(n−1) and their subgroups) commute
+with the shifts along it and sit inside +λ1 × G (`shift_extensions`): the maximality check
+and `AbstractGroup.supergroups` list it, but it is not a rule of the hierarchy, whose
+walk from the trivial group (`meet`) would then hold five times as many products.
 
 Commuting products G₁ × G₂ contain each factor; their immediate supergroups replace one
 factor by one of its immediate supergroups (after dropping factors absorbed by others). A
@@ -160,17 +162,10 @@ def _times_scalars(g: AbstractGroup, positive: bool = True, sign: bool = True
 
 _register(SignFlips, lambda g: _bind((SignedPermutation(), Diagonal(), Lorentz()), g.n)
           + _times_scalars(g, sign=False))   # diag(±1) preserves η: ℤ₂ⁿ ⊂ O(1, n−1)
-def _with_shifts(g: AbstractGroup) -> tuple[AbstractGroup, ...]:
-    """+λ1 × g, for a linear group g fixing the all-ones direction (permutations, O(n−1)),
-    with which the shifts along it commute."""
-    return (Product(Translation(), g, n=g.n),)
-
-
 _register(Permutation, lambda g: _bind(
     (EvenSignedPermutation(), OrthogonalComplement(), _extra("PositiveMonomial")), g.n)
-    + _times_scalars(g) + _with_shifts(g))
-_register(BlockPermutation, lambda g: (Permutation(g.n),) + _times_scalars(g)
-          + _with_shifts(g))
+    + _times_scalars(g))
+_register(BlockPermutation, lambda g: (Permutation(g.n),) + _times_scalars(g))
 _register(EvenSignedPermutation, lambda g: _bind((SignedPermutation(),), g.n)
           + _times_scalars(g, sign=False))
 _register(SignedPermutation, lambda g: _bind((Orthogonal(), _extra("Monomial")), g.n)
@@ -180,8 +175,7 @@ _register(SpecialOrthogonal, lambda g: _bind((Orthogonal(),), g.n)
 _register(Simplex, lambda g: _bind((Orthogonal(),), g.n) + _times_scalars(g))
 _register(Dihedral, lambda g: _bind((Orthogonal(),), 2 if g.n is not None else None)
           + _times_scalars(g, sign=g.k % 2 == 1))   # rotation by π ∈ D_k iff k is even
-_register(OrthogonalComplement, lambda g: _bind((Orthogonal(),), g.n) + _times_scalars(g)
-          + _with_shifts(g))
+_register(OrthogonalComplement, lambda g: _bind((Orthogonal(),), g.n) + _times_scalars(g))
 _register(Orthogonal, lambda g: _bind((ConformalLinear(), Euclidean()), g.n))
 _register(ConformalLinear, lambda g: _bind((GeneralLinear(),), g.n))
 _register(GeneralLinear, lambda g: _bind((Affine(),), g.n))
@@ -453,6 +447,19 @@ def _rules_token() -> int:
     # The registered rules: a rule added or replaced (a user's group joining the
     # hierarchy) invalidates the remembered answers.
     return immediate_supergroups.version
+
+
+def shift_extensions(group: AbstractGroup) -> tuple[AbstractGroup, ...]:
+    """+λ1 × `group` when `group` is a nontrivial linear group fixing the all-ones
+    direction (a subgroup of O(n−1): permutations, block permutations, O(n−1)), with
+    which the shifts along it commute; otherwise nothing. A map declared G-equivariant
+    that also commutes with those shifts (σ(x − x̄1) + x̄1 for Sₙ) is under-declared, so
+    the maximality check tests these beside the hierarchy's immediate supergroups."""
+    if (isinstance(group, Trivial) or (group.n is not None and group.n < 2)
+            or moves_origin(group) or is_subgroup(Translation(group.n), group)
+            or not is_subgroup(group, OrthogonalComplement(group.n))):
+        return ()   # (in one dimension every linear group is a scalar one)
+    return (Product(Translation(), group, n=group.n),)
 
 
 def is_subgroup(a: AbstractGroup, b: AbstractGroup) -> bool:

@@ -19,7 +19,7 @@ from ..groups import (
     is_subgroup,
     same_group,
 )
-from ..groups._hierarchy import SCALAR_GROUPS, least
+from ..groups._hierarchy import SCALAR_GROUPS, least, shift_extensions
 from ..taxonomy import (
     AbstractInitialiser,
     Cell,
@@ -959,7 +959,8 @@ def _supergroups(ctx: Context, plan: Plan) -> list[tuple[AbstractGroup, tuple]]:
     = I) is not a test of maximality, so its own immediate supergroups are tested in its
     place (recursively)."""
     out, seen = [], set()
-    frontier = [(sup, ()) for sup in immediate_supergroups(plan.sample)]
+    frontier = [(sup, ()) for sup in immediate_supergroups(plan.sample)
+                + shift_extensions(plan.sample)]
     while frontier:
         sup, via = frontier.pop(0)
         if sup in seen:
