@@ -100,7 +100,7 @@ def _cmax(e, cax, n):
     return jnp.max(e, axis=cax)
 
 
-def _body_norm(body, cax, n):
+def _body_norm(body, cax, n, differentiable: bool = True):
     """The cone bodies' norms (component axis `cax`) as three per-cone factors m, 1/m and
     r with ‖b‖ = m r, overflow-free in one pass: each cone is multiplied by the
     reciprocal of its largest component m before squaring, with the S − 1 terms written
@@ -123,8 +123,10 @@ def _body_norm(body, cax, n):
     else:
         t = _over_max(body, jnp.expand_dims(m, cax), jnp.expand_dims(inv, cax))
         acc = jnp.sum(t * t, axis=cax)
-    # √'s infinite slope at a zero body is never taken (rules differentiated again)
-    return m, inv, sqrt_or_zero(acc)
+    # √'s infinite slope at a zero body is never taken where the derivative rules are
+    # differentiated again; the kernels' values (never differentiated: their derivatives
+    # are the rules) skip the selects this costs
+    return m, inv, sqrt_or_zero(acc) if differentiable else jnp.sqrt(acc)
 
 
 @jax.custom_jvp
@@ -176,7 +178,7 @@ def _cone_ratio(a, body, cax, n, eps, value_only: bool = False, gain: float = 1.
     scale-free and so finite where ‖b‖ overflows, and written without the selects that
     XLA would repeat for every output element."""
     unit = _unit(eps)
-    m, inv, root = _body_norm(body, cax, n)
+    m, inv, root = _body_norm(body, cax, n, differentiable=not value_only)
     nbu = (m * (unit * body_scale)) * root if unit * body_scale != 1 else m * root
     du = nbu + eps * unit if eps > 0 else nbu
     factor = gain * unit
