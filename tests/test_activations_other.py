@@ -355,6 +355,16 @@ def test_directional_forms_at_the_largest_magnitudes():
                        xhat / max(np.max(zhat @ xhat), 0.05))]:
         np.testing.assert_allclose(np.asarray(got, np.float64), want, rtol=1e-5)
 
+    # rows with infinite components take their limit, the value at the same signs near
+    # float32's maximum (σ = tanh is 1 there); a row that also holds a NaN is NaN
+    inf = np.inf
+    rows = jnp.asarray([[inf, 0, 0, 0], [inf, -inf, 0, 0], [inf, np.nan, 0, 0]], jnp.float32)
+    near = jnp.asarray([[3e38, 0, 0, 0], [3e38, -3e38, 0, 0]], jnp.float32)
+    for f in (lambda x: F.quasi_isotropic(x, 3.0, 0.5), lambda x: F.lattice_isotropic(x, dirs),
+              lambda x: F.trainable_direction(x, z)):
+        y = np.asarray(f(rows))
+        np.testing.assert_array_equal(y[:2], np.asarray(f(near)))
+        assert np.all(np.isnan(y[2]))
 
 def test_bloch_with_a_root_like_sigma_is_zero_at_the_origin():
     """σ(s) = tanh √s has σ'(0) = ∞; eq 41 still gives f(0) = 0, with finite gradients,

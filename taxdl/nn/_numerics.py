@@ -20,13 +20,23 @@ def safe_norm(x: Inexact[Array, "*b n"], axis: int = -1, keepdims: bool = False
     return r if keepdims else jnp.squeeze(r, axis)
 
 
-def unit_and_norm(x: Inexact[Array, "*b n"]) -> tuple[Inexact[Array, "*b n"], Array]:
+def unit_and_norm(x: Inexact[Array, "*b n"], infinite_rows: bool = False
+                  ) -> tuple[Inexact[Array, "*b n"], Array]:
     """$\\hat x$ (0 at the origin) and $\\|x\\|$ along the last axis (real or complex x),
     overflow-free in value and gradient: x is scaled by a power of two $p$ bringing its
     largest magnitude near 1 (gradient stopped) first, so the gradient of x̂, of size
     1/‖x‖, never passes through 1/‖x‖² (which overflows for ‖x‖ ≲ 1e-19 in float32). A
     power of two, not 1/max|x|: XLA's CPU backend divides by multiplying with the
-    reciprocal, which is flushed to 0 for max|x| ≳ 2¹²⁶ in float32."""
+    reciprocal, which is flushed to 0 for max|x| ≳ 2¹²⁶ in float32.
+
+    With `infinite_rows`, a row with infinite components (and no NaN) has the limit
+    direction, the unit vector of their signs (`infinite_signs`), and norm ∞; otherwise
+    such a row is NaN."""
+    if infinite_rows:
+        signs = infinite_signs(x)
+        limit = jnp.any(signs != 0, axis=-1) & ~jnp.any(jnp.isnan(x), axis=-1)
+        u, r = unit_and_norm(jnp.where(limit[..., None], signs, x))
+        return u, jnp.where(limit, jnp.inf, r)
     real = jnp.real(x).dtype
     m = jax.lax.stop_gradient(jnp.max(jnp.abs(x), axis=-1, keepdims=True)).astype(real)
     p = _power_of_two_scale(m)  # 1 at the origin; p and 1/p are normal numbers

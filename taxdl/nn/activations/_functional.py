@@ -404,7 +404,7 @@ def quasi_isotropic(x: Float[Array, "*b n"], alpha: float = 4.0, beta: float = 0
     normalise = check_bool(normalise, "normalise", who="quasi_isotropic")
     dtype = x.dtype
     z = x.astype(compute_dtype(dtype))
-    u, r = unit_and_norm(z)
+    u, r = unit_and_norm(z, infinite_rows=True)
     grid = jnp.round(alpha * u) / alpha
     phi = grid + beta * (u - grid)
     if normalise:
@@ -442,7 +442,7 @@ def lattice_directions(kind: str, n: int, k: int | None = None) -> np.ndarray:
 def _directional(x, dirs, sigma, floor):
     dtype = x.dtype
     z = x.astype(compute_dtype(dtype))
-    u, r = unit_and_norm(z)
+    u, r = unit_and_norm(z, infinite_rows=True)
     proj = jnp.einsum("...j,ij->...i", u, jnp.asarray(dirs).astype(z.dtype),
                       precision=jax.lax.Precision.HIGHEST)
     m = jnp.max(proj, axis=-1)
