@@ -202,3 +202,53 @@ def test_a_float32_run_that_may_not_be_maximal_suggests_float64(tmp_path, capsys
                      "--dtype", "float64"]) == 1
     out = capsys.readouterr().out
     assert "may not be maximal" in out and "--dtype float64" not in out
+
+
+def test_check_defaults_n_only_when_the_dimension_is_required(monkeypatch, capsys):
+    """Without --n, the CLI checks in n = 8 only a primitive that reports it needs a
+    dimension (`DimensionRequired`); any other ValueError, even one that mentions `n`, is
+    a usage error reported once, not retried in another dimension."""
+    import argparse
+
+    import taxdl.testing
+    from taxdl._cli import check as cli
+    from taxdl.taxonomy import DimensionRequired
+
+    calls = []
+
+    def fake_check(obj, n, **kwargs):
+        calls.append(n)
+        if n is None:
+            raise error
+        return "report"
+
+    monkeypatch.setattr(taxdl.testing, "check", fake_check)
+    parser = argparse.ArgumentParser()
+    cli.add_arguments(parser)
+    error = DimensionRequired("Thing")
+    assert cli.run(parser.parse_args(["taxdl.nn:ReLU"])) == 0
+    assert calls == [None, 8]
+    calls.clear()
+    error = ValueError("`n` must be even for this primitive")
+    assert cli.run(parser.parse_args(["taxdl.nn:ReLU"])) == 2
+    assert calls == [None]
+    assert "must be even" in capsys.readouterr().err
+    calls.clear()
+    error = DimensionRequired("Thing")
+    assert cli.run(parser.parse_args(["taxdl.nn:ReLU", "--n", "4"])) == 0
+    assert calls == [4]
+
+
+@pytest.mark.parametrize("name", ["IsotropicTanh", "CoLU", "LatticeIsotropic",
+                                  "UnitaryIsotropic", "PhaseElementwise", "SoftmaxAttention",
+                                  "StochasticIsotropicDropout", "Hadamard", "HaarOrthogonal",
+                                  "Sequential"])
+def test_dimension_free_primitives_raise_dimension_required(name):
+    import taxdl.nn as tnn
+    from taxdl.taxonomy import DimensionRequired
+    from taxdl.testing import check
+
+    obj = (tnn.Sequential([tnn.Tanh(), tnn.IsotropicTanh()]) if name == "Sequential"
+           else getattr(tnn, name))
+    with pytest.raises(DimensionRequired, match="any dimension: pass .*`n`"):
+        check(obj, maximality=False, examples=1)

@@ -71,6 +71,7 @@ def run(args) -> int:
     import jax
     import jax.numpy as jnp
 
+    from ..taxonomy import DimensionRequired
     from ..testing import SymmetryViolation, check
 
     for flag, minimum in (("n", 1), ("examples", 1), ("batch", 2), ("samples", 1)):
@@ -92,12 +93,10 @@ def run(args) -> int:
     try:
         try:
             report = check(obj, n, **kwargs)
-        except ValueError as err:
-            if n is None and "`n`" in str(err):
-                n = 8
-                report = check(obj, n, **kwargs)
-            else:
+        except DimensionRequired:
+            if n is not None:
                 raise
+            report = check(obj, 8, **kwargs)
     except SymmetryViolation as err:
         print(err)
         if args.dtype == "float32" and _unrefuted_supergroup(err):

@@ -13,6 +13,7 @@ from ._compose import factorisation as factorisation
 from ._compose import meet as meet
 from ._compose import part as part
 from ._compose import residual as residual
+from ._hooks import DimensionRequired as DimensionRequired
 from ._hooks import Factored as Factored
 from ._hooks import Signature as Signature
 from ._hooks import as_function as as_function

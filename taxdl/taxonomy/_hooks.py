@@ -69,12 +69,18 @@ def as_function(primitive: Any) -> Callable:
     return primitive
 
 
+class DimensionRequired(ValueError):
+    """A primitive that works in any dimension was asked for its signature without one:
+    pass the dimension `n` (a caller may choose a default by catching this error)."""
+
+    def __init__(self, who: str, what: str = "the dimension `n`"):
+        super().__init__(f"{who} works in any dimension: pass {what}.")
+
+
 @ft.singledispatch
 def signature(primitive: Any, n: int | None) -> Signature:
     if n is None:
-        raise ValueError(
-            f"{type(primitive).__name__} works in any dimension: pass the dimension `n`."
-        )
+        raise DimensionRequired(type(primitive).__name__)
     return Signature(((n,),))
 
 

@@ -12,6 +12,7 @@ from jaxtyping import Array
 from ..taxonomy import (
     AbstractInitialiser,
     AbstractPrimitive,
+    DimensionRequired,
     Flavour,
     Taxonomy,
     registry,
@@ -97,12 +98,11 @@ class InitialisedLinear(eqx.Module):
                           precision=jax.lax.Precision.HIGHEST)
 
 
-def as_linear(init: AbstractInitialiser, n: int, dtype, key) -> InitialisedLinear:
+def as_linear(init: AbstractInitialiser, n: int | None, dtype, key) -> InitialisedLinear:
     if n is None:
-        raise ValueError(
-            f"{type(init).__name__} is an initialiser: pass the dimension `n` (it is checked "
-            "as the random linear map x ↦ W x with W = init(key, (n, n)))."
-        )
+        raise DimensionRequired(
+            type(init).__name__, "the dimension `n` (an initialiser is checked as the random "
+            "linear map x ↦ W x with W = init(key, (n, n)))")
     return InitialisedLinear(jnp.asarray(init(key, (n, n), real_dtype(dtype))), init)
 
 

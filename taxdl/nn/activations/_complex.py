@@ -10,7 +10,15 @@ from jax import named_scope
 from jaxtyping import Array, Complex, Float
 
 from ...groups import SU2, Lorentz, MonomialUnitary, Phase, Unitary
-from ...taxonomy import AbstractActivation, Cell, Signature, Taxonomy, register, signature
+from ...taxonomy import (
+    AbstractActivation,
+    Cell,
+    DimensionRequired,
+    Signature,
+    Taxonomy,
+    register,
+    signature,
+)
 from . import _functional as F
 from ._common import fixed, static_callable
 
@@ -130,14 +138,14 @@ class LorentzIsotropic(AbstractActivation):
 @signature.register
 def _(prim: UnitaryIsotropic, n=None) -> Signature:
     if n is None:
-        raise ValueError("UnitaryIsotropic works in any dimension: pass `n`.")
+        raise DimensionRequired("UnitaryIsotropic")
     return Signature(((n,),), field="complex")
 
 
 @signature.register
 def _(prim: PhaseElementwise, n=None) -> Signature:
     if n is None:
-        raise ValueError("PhaseElementwise works in any dimension: pass `n`.")
+        raise DimensionRequired("PhaseElementwise")
     return Signature(((n,),), field="complex")
 
 

@@ -13,7 +13,15 @@ from ...groups import (
     PositiveMonomial,
     RotatedConeGroup,
 )
-from ...taxonomy import AbstractActivation, Signature, Taxonomy, as_function, register, signature
+from ...taxonomy import (
+    AbstractActivation,
+    DimensionRequired,
+    Signature,
+    Taxonomy,
+    as_function,
+    register,
+    signature,
+)
 from ..._types import check_bool, check_real
 from . import _functional as F
 from ._common import fixed
@@ -234,7 +242,7 @@ _SPATIAL = (2, 3)  # spatial extent used by checks of a non-last channel axis
 def _signature(prim, n):
     c = prim.channels if prim.channels is not None else n
     if c is None:
-        raise ValueError(f"{type(prim).__name__} works for any channel count: pass `n`.")
+        raise DimensionRequired(type(prim).__name__, "the channel count `n`")
     if prim.axis in (-1,):
         return Signature(((c,),))
     return Signature((_SPATIAL + (c,),))

@@ -14,6 +14,7 @@ from jaxtyping import Array, Float, PRNGKeyArray
 from ...groups import Dihedral, Orthogonal, SignedPermutation, Simplex
 from ...taxonomy import (
     AbstractActivation,
+    DimensionRequired,
     Flavour,
     Signature,
     Taxonomy,
@@ -125,7 +126,7 @@ def _(prim: LatticeIsotropic, n=None) -> Signature:
     if prim.lattice == "polygon":
         return Signature(((2,),))
     if n is None:
-        raise ValueError("LatticeIsotropic works in any dimension: pass `n`.")
+        raise DimensionRequired("LatticeIsotropic")
     return Signature(((n,),))
 
 

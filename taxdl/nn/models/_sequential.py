@@ -13,6 +13,7 @@ from jaxtyping import Array, Inexact, PRNGKeyArray
 from ..._types import check_bool
 from ...taxonomy import (
     AbstractPrimitive,
+    DimensionRequired,
     Flavour,
     Signature,
     Taxonomy,
@@ -199,7 +200,7 @@ def _(model: Sequential, n=None) -> Signature:
     d = chain_parts(model.layers, n)[0].in_dim
     if d is None:
         if n is None:
-            raise ValueError("this Sequential works in any dimension: pass the dimension `n`.")
+            raise DimensionRequired("this Sequential")
         d = n
     return Signature(((d,),))
 
@@ -209,7 +210,7 @@ def _(model: Residual, n=None) -> Signature:
     d = part(model.inner, n).in_dim
     if d is None:
         if n is None:
-            raise ValueError("this Residual works in any dimension: pass the dimension `n`.")
+            raise DimensionRequired("this Residual")
         d = n
     return Signature(((d,),))
 

@@ -23,6 +23,7 @@ from ...groups import Orthogonal, Permutation
 from ...taxonomy import (
     AbstractOperation,
     Cell,
+    DimensionRequired,
     Signature,
     Taxonomy,
     as_function,
@@ -104,8 +105,8 @@ class SoftmaxAttention(AbstractOperation):
 
 def _signature(attn, n=None) -> Signature:
     if n is None:
-        raise ValueError(f"{type(attn).__name__}: pass `n`, the number of keys S on which "
-                         "the group acts.")
+        raise DimensionRequired(type(attn).__name__, "`n`, the number of keys S on which "
+                                "the group acts")
     return Signature(((_T, _D), (_D, n), (_DV, n)), acted=(False, True, True))
 
 

@@ -19,7 +19,14 @@ from ...groups import (
     SignedPermutation,
     SignFlips,
 )
-from ...taxonomy import AbstractOperation, Signature, Taxonomy, register, signature
+from ...taxonomy import (
+    AbstractOperation,
+    DimensionRequired,
+    Signature,
+    Taxonomy,
+    register,
+    signature,
+)
 from . import _functional as F
 
 
@@ -32,7 +39,7 @@ def _algebraic(group, note: str = "", right=None) -> Taxonomy:
 
 def _binary_signature(op, n=None) -> Signature:
     if n is None:
-        raise ValueError(f"{type(op).__name__} works in any dimension: pass `n`.")
+        raise DimensionRequired(type(op).__name__)
     return Signature(((n,), (n,)))
 
 

@@ -28,6 +28,7 @@ from ...groups import (
 )
 from ...taxonomy import (
     AbstractOperation,
+    DimensionRequired,
     Flavour,
     Signature,
     Taxonomy,
@@ -368,7 +369,7 @@ _Dropouts = (Dropout, StochasticIsotropicDropout, CorrelatedIsotropicDropout)
 def _dropout_signature(drop, n=None) -> Signature:
     size = getattr(drop, "n", None) or n
     if size is None:
-        raise ValueError(f"{type(drop).__name__} works in any dimension: pass `n`.")
+        raise DimensionRequired(type(drop).__name__)
     return Signature(((size,),))
 
 
