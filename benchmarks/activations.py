@@ -9,7 +9,13 @@ machine affects both sides of each ratio alike; the "best" columns give the rati
 minimum times over the same calls (fwd/f+b), which interference can only raise. On a
 loaded machine the two statistics can differ by more than the effects being measured.
 
-Run: `python benchmarks/activations.py [--rounds N] [--only NAME,...] [--hlo]`.
+With `--cache`, each candidate's forward is also timed in a loop of its own, beside relu
+in a loop of its own: at these sizes relu's input and output (16 MiB each) together are
+about the size of a server CPU's last-level cache, so relu timed alone runs largely from
+cache, and the ratio to it is the larger one; called right after another kernel (as in
+the paired loop) relu reads from memory.
+
+Run: `python benchmarks/activations.py [--rounds N] [--only NAME,...] [--hlo] [--cache]`.
 """
 
 import argparse
@@ -19,7 +25,8 @@ import sys
 
 import jax
 import jax.numpy as jnp
-from _paired import forward_backward, fusion_count, paired_ratios
+import numpy as np
+from _paired import elapsed, forward_backward, fusion_count, paired_ratios
 
 try:
     import taxdl.nn.functional as F
@@ -85,11 +92,32 @@ def ratios(f, x, v, rounds):
     return fwd, both, fwd_best, both_best
 
 
+def cache_effect(f, x, rounds):
+    """Forward times in ms (medians): relu and the candidate each in a loop of its own,
+    then both alternating; and the two ratios."""
+    cand = jax.jit(f).lower(x).compile()
+    relu = jax.jit(jax.nn.relu).lower(x).compile()
+    for c in (cand, relu):
+        for _ in range(3):
+            elapsed(c, (x,))
+
+    def loop(c):
+        return float(np.median([elapsed(c, (x,)) for _ in range(rounds)]))
+
+    relu_alone, cand_alone = loop(relu), loop(cand)
+    pairs = np.array([(elapsed(cand, (x,)), elapsed(relu, (x,))) for _ in range(rounds)])
+    relu_paired = float(np.median(pairs[:, 1]))
+    return (1e3 * relu_alone, 1e3 * relu_paired, 1e3 * cand_alone,
+            cand_alone / relu_alone, float(np.median(pairs[:, 0] / pairs[:, 1])))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=200)
     parser.add_argument("--only", type=str, default="")
     parser.add_argument("--hlo", action="store_true", help="also print fusion counts")
+    parser.add_argument("--cache", action="store_true",
+                        help="also compare with relu timed in a loop of its own (forward)")
     args = parser.parse_args()
     names = [n for n in CANDIDATES if not args.only or any(
         o.strip() == n for o in args.only.split(","))]
@@ -118,6 +146,16 @@ def main():
             x, v = data[0]
             line += f"   {fusion_count(f, x):3d}/{fusion_count(forward_backward(f), (x,), v):3d}"
         print(line, flush=True)
+    if args.cache:
+        print("\nforward, relu timed in a loop of its own (from cache) vs right after the "
+              "candidate (as above): ms and ratios")
+        print(f"{'activation':28s}  {'shape':>12s}  {'relu alone':>10s}  {'relu after':>10s}"
+              f"  {'candidate':>9s}  {'ratio alone':>11s}  {'paired':>6s}")
+        for name in names:
+            for x, _ in data:
+                r = cache_effect(CANDIDATES[name], x, args.rounds)
+                print(f"{name:28s}  {str(x.shape):>12s}  {r[0]:10.3f}  {r[1]:10.3f}  "
+                      f"{r[2]:9.3f}  {r[3]:11.2f}  {r[4]:6.2f}", flush=True)
 
 
 if __name__ == "__main__":
