@@ -179,6 +179,23 @@ def test_bloch_matches_numpy_equivariance_and_phase_invariance():
         F.bloch(jnp.ones((3,), jnp.complex64))
 
 
+def test_bloch_at_infinite_spinors_takes_its_limit():
+    """A spinor with infinite real or imaginary parts gives σ(∞) times the Bloch vector of
+    the unit spinor of their signs (eq 41's limit), for the default σ and a bounded user σ
+    whose formula is NaN at ∞; a NaN anywhere in the spinor gives NaN."""
+    inf, nan = np.inf, np.nan
+    re = np.array([[inf, 1], [0, 0], [inf, -inf], [inf, 1], [nan, 1]], np.float32)
+    im = np.array([[0, 1], [inf, 0], [inf, 0], [nan, 0], [0, 0]], np.float32)
+    x = jax.lax.complex(jnp.asarray(re), jnp.asarray(im))
+    signs = np.where(np.isinf(re), np.sign(re), 0) + 1j * np.where(np.isinf(im), np.sign(im), 0)
+    unit = signs[:3] / np.linalg.norm(signs[:3], axis=-1, keepdims=True)
+    want = bloch_np(unit) / np.tanh(1.0)  # n(û), |û| = 1
+    for sigma in (None, lambda s: s / (1 + s)):
+        y = np.asarray(jax.jit(lambda v: F.bloch(v, sigma))(x))
+        np.testing.assert_allclose(y[:3], want, rtol=1e-6, atol=1e-7)
+        assert np.all(np.isnan(y[3:]))
+
+
 def test_lorentz_form_matches_numpy_and_boosts():
     eta = np.diag([1.0, -1, -1, -1])
     s = np.einsum("...i,ij,...j->...", X, eta, X)

@@ -581,6 +581,9 @@ def bloch(x: Complex[Array, "*b 2"], sigma: Callable | None = None) -> Float[Arr
     Default $σ(s) = \\tanh s$, so $f(x) = \\frac{\\tanh s}{s}\\,x^\\dagger\\vec σ x$ is smooth
     at the origin. Equivariance: $f(Ux) = R(U) f(x)$, $R_{ij} = \\tfrac12
     \\operatorname{tr}(σ_i U σ_j U^\\dagger)$; invariant under global phases.
+    Where $x^\\dagger x$ overflows, σ is taken at the largest finite number; a spinor with
+    infinite (real or imaginary) parts takes its limit, σ there times the Bloch vector of
+    the unit spinor of their signs; a spinor holding a NaN is NaN.
     """
     _check_complex(x, "bloch")
     if x.shape[-1] != 2:
@@ -591,7 +594,7 @@ def bloch(x: Complex[Array, "*b 2"], sigma: Callable | None = None) -> Float[Arr
     real = compute_dtype(x.dtype)
     cdt = jnp.complex128 if real == jnp.float64 else jnp.complex64
     z = x.astype(cdt)
-    u, r = unit_and_norm(z)
+    u, r = unit_and_norm(z, infinite_rows=True)
     s = r * r
 
     def bilinear(v):
