@@ -254,3 +254,43 @@ def test_nan_trainable_directions_give_nan_not_zero():
     bad = eqx.tree_at(lambda m: m.directions, m, m.directions.at[0, 0].set(jnp.nan))
     assert np.all(np.isfinite(np.asarray(m(jnp.ones(4)))))
     assert np.all(np.isnan(np.asarray(bad(jnp.ones(4)))))
+
+
+def test_unit_vector_derivatives_near_the_smallest_normal_number():
+    """x̂ and ‖x‖ differentiated at float32 rows whose norm is a few times the smallest
+    normal number (1.2e-38), where dx̂ ~ |dx|/‖x‖ is still representable: forward and
+    reverse mode match the float64 formulas dx̂ = (dx − x̂ x̂·dx)/‖x‖, d‖x‖ = x̂·dx (not
+    NaN through an intermediate 1/‖p x‖² for a clamped power of two p), and so do the
+    forms built on them."""
+    from taxdl.nn._numerics import unit_and_norm
+
+    x = np.array([[1.3e-38, -1.5e-38, 2e-38, 1.2e-38], [1.2e-38, 0, 0, 0],
+                  [3e-38, 1.2e-38, 0, -1.9e-38], [2.0, -1.0, 0.5, 0.25]], np.float32)
+    t = np.array([[1.0, -2.0, 0.5, 3.0], [-2.0, 1.5, 1.0, 0.7], [0.3, 2.5, -1.0, -1.5],
+                  [1.0, 1.0, -1.0, 0.0]], np.float32)
+    x64 = x.astype(np.float64)
+    r = np.linalg.norm(x64, axis=-1, keepdims=True)
+    u = x64 / r
+    along = np.sum(u * t, -1, keepdims=True)
+    du = (t - u * along) / r
+    (_, _), (got_du, got_dr) = jax.jit(lambda a, b: jax.jvp(unit_and_norm, (a,), (b,)))(x, t)
+    scale = np.abs(du).max(-1, keepdims=True)
+    np.testing.assert_allclose(np.asarray(got_du) / scale, du / scale, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(got_dr), along[:, 0], rtol=1e-6)
+    # reverse mode: the cotangent t of x̂ pulls back to (t − x̂ x̂·t)/‖x‖ (the same matrix)
+    g = jax.jit(jax.grad(lambda a: jnp.sum(unit_and_norm(a)[0] * t)))(x)
+    np.testing.assert_allclose(np.asarray(g) / scale, du / scale, atol=1e-6)
+    # complex rows: dx̂ = (dx − x̂ Re(x̂ᴴdx))/‖x‖
+    z = x64[[0, 2]] + 1j * x64[[2, 0]]
+    dz = t[[0, 2]] - 1j * t[[1, 3]]
+    rz = np.linalg.norm(z, axis=-1, keepdims=True)
+    uz = z / rz
+    duz = (dz - uz * np.real(np.sum(np.conj(uz) * dz, -1, keepdims=True))) / rz
+    got = jax.jvp(unit_and_norm, (jnp.asarray(z, jnp.complex64),),
+                  (jnp.asarray(dz, jnp.complex64),))[1][0]
+    sz = np.abs(duz).max(-1, keepdims=True)
+    np.testing.assert_allclose(np.asarray(got) / sz, duz / sz, atol=1e-6)
+    for f in (lambda a: F.quasi_isotropic(a, 3.0),
+              lambda a: F.lattice_isotropic(a, F.lattice_directions("cubic", 4))):
+        assert np.isfinite(np.asarray(jax.jvp(f, (jnp.asarray(x),), (jnp.asarray(t),))[1])).all()
+        assert np.isfinite(np.asarray(jax.grad(lambda a: jnp.sum(f(a) * t))(x))).all()

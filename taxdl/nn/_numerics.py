@@ -24,10 +24,12 @@ def unit_and_norm(x: Inexact[Array, "*b n"], infinite_rows: bool = False
                   ) -> tuple[Inexact[Array, "*b n"], Array]:
     """$\\hat x$ (0 at the origin) and $\\|x\\|$ along the last axis (real or complex x),
     overflow-free in value and gradient: x is scaled by a power of two $p$ bringing its
-    largest magnitude near 1 (gradient stopped) first, so the gradient of x̂, of size
-    1/‖x‖, never passes through 1/‖x‖² (which overflows for ‖x‖ ≲ 1e-19 in float32). A
-    power of two, not 1/max|x|: XLA's CPU backend divides by multiplying with the
-    reciprocal, which is flushed to 0 for max|x| ≳ 2¹²⁶ in float32.
+    largest magnitude near 1 (gradient stopped) first, and the derivative rule forms
+    dx̂ = (dx − x̂ Re(x̂ᴴdx))/‖x‖, of size |dx|/‖x‖, from p·dx and ‖p x‖, never through
+    1/‖x‖² (which overflows for ‖x‖ ≲ 1e-19 in float32) nor 1/‖p x‖² (which overflowed
+    p·dx for ‖x‖ within a few times the smallest normal number). A power of two, not
+    1/max|x|: XLA's CPU backend divides by multiplying with the reciprocal, which is
+    flushed to 0 for max|x| ≳ 2¹²⁶ in float32.
 
     With `infinite_rows`, a row with infinite components (and no NaN) has the limit
     direction, the unit vector of their signs (`infinite_signs`), and norm ∞; otherwise
@@ -35,15 +37,41 @@ def unit_and_norm(x: Inexact[Array, "*b n"], infinite_rows: bool = False
     if infinite_rows:
         signs = infinite_signs(x)
         limit = jnp.any(signs != 0, axis=-1) & ~jnp.any(jnp.isnan(x), axis=-1)
-        u, r = unit_and_norm(jnp.where(limit[..., None], signs, x))
+        u, r = _unit_and_norm(jnp.where(limit[..., None], signs, x))
         return u, jnp.where(limit, jnp.inf, r)
+    return _unit_and_norm(x)
+
+
+def _scaled_row(x):
+    """$p$ (a power of two bringing max|x| near 1, see `_power_of_two_scale`), $v = p x$
+    and ‖v‖, each row's scalars keeping a trailing axis of size 1."""
     real = jnp.real(x).dtype
     m = jax.lax.stop_gradient(jnp.max(jnp.abs(x), axis=-1, keepdims=True)).astype(real)
     p = _power_of_two_scale(m)  # 1 at the origin; p and 1/p are normal numbers
     v = x * p.astype(x.dtype)
     sq = jnp.sum(jnp.real(v * jnp.conj(v)), axis=-1, keepdims=True)  # ~[1/4, 4n] unless 0
-    root = sqrt_or_zero(sq)
+    return p, v, sqrt_or_zero(sq)
+
+
+@jax.custom_jvp
+def _unit_and_norm(x):
+    p, v, root = _scaled_row(x)
     return v * inverse_or_zero(root).astype(x.dtype), (root / p)[..., 0]
+
+
+@_unit_and_norm.defjvp
+def _unit_and_norm_jvp(primals, tangents):
+    # dx̂ = (dx - x̂ Re(x̂ᴴdx))/‖x‖ and d‖x‖ = Re(x̂ᴴdx), both through w = p dx and the
+    # scaled norm: autodiff of the value would divide p dx by ‖p x‖² (up to 16 for a
+    # clamped p), which overflows for ‖x‖ within a factor of ~4 of the smallest normal
+    # number although dx̂, of size |dx|/‖x‖, is representable there
+    (x,), (dx,) = primals, tangents
+    u, r = _unit_and_norm(x)
+    p, _, root = _scaled_row(x)
+    w = dx * jax.lax.stop_gradient(p).astype(dx.dtype)
+    along = jnp.sum(jnp.real(jnp.conj(u) * w), axis=-1, keepdims=True)
+    du = (w - u * along.astype(u.dtype)) * inverse_or_zero(root).astype(u.dtype)
+    return (u, r), (du, (along / p)[..., 0])
 
 
 def one_minus_power(base, t: Array) -> Array:
