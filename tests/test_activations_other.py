@@ -196,6 +196,24 @@ def test_bloch_at_infinite_spinors_takes_its_limit():
         assert np.all(np.isnan(y[3:]))
 
 
+def test_complex_forms_where_a_modulus_overflows():
+    """Spinors and vectors whose parts are finite but whose moduli exceed float32's
+    maximum (|3e38 + 3e38i| ≈ 4.2e38): the scale is taken from the largest part, so the
+    direction is right (eq 28, eq 41's Bloch vector, eq 29 per coordinate), and the
+    derivatives are finite (Bloch: none of its s = ‖x‖² overflow reaches a gradient)."""
+    x64 = np.array([[3e38 + 3e38j, 3e38 - 1.5e38j], [-2e38 + 3.3e38j, 1e30 + 0j]])
+    x = jnp.asarray(x64, jnp.complex64)
+    u = x64 / np.linalg.norm(x64, axis=-1, keepdims=True)
+    np.testing.assert_allclose(np.asarray(F.unitary_isotropic(x)), u, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(np.asarray(F.phase_elementwise(x)), x64 / np.abs(x64),
+                               rtol=1e-6, atol=1e-7)
+    want = bloch_np(u) / np.tanh(1.0)  # σ(∞) n(û) with σ = tanh
+    for sigma in (None, lambda s: s / (1 + s)):
+        np.testing.assert_allclose(np.asarray(F.bloch(x, sigma)), want, rtol=1e-6, atol=1e-7)
+        g = jax.grad(lambda v: jnp.sum(F.bloch(v, sigma) * jnp.arange(1.0, 4.0)))(x)
+        assert np.isfinite(np.asarray(g)).all()
+
+
 def test_lorentz_form_matches_numpy_and_boosts():
     eta = np.diag([1.0, -1, -1, -1])
     s = np.einsum("...i,ij,...j->...", X, eta, X)

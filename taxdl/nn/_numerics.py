@@ -13,11 +13,21 @@ def safe_norm(x: Inexact[Array, "*b n"], axis: int = -1, keepdims: bool = False
     so |x| up to the dtype's maximum is exact to rounding (a plain sum of squares
     overflows above ~1.8e19 in float32). The gradient at the zero vector is 0 (not NaN).
     """
-    m = power_of_two_near(jax.lax.stop_gradient(jnp.max(jnp.abs(x), axis=axis, keepdims=True)))
+    m = power_of_two_near(jax.lax.stop_gradient(max_magnitude(x, axis)))
     scaled = x / m.astype(x.dtype)
     s = jnp.sum(jnp.real(scaled * jnp.conj(scaled)), axis=axis, keepdims=True)
     r = sqrt_or_zero(s) * m
     return r if keepdims else jnp.squeeze(r, axis)
+
+
+def max_magnitude(x: Inexact[Array, "..."], axis: int = -1, keepdims: bool = True) -> Array:
+    """The largest |component| along `axis`, in x's real dtype, to scale x by: for complex
+    x the largest |real| or |imaginary| part, within a factor √2 of the largest modulus
+    (a modulus can overflow, to ∞, for finite parts, which no scale could then mend)."""
+    if jnp.iscomplexobj(x):
+        parts = jnp.maximum(jnp.abs(jnp.real(x)), jnp.abs(jnp.imag(x)))
+        return jnp.max(parts, axis=axis, keepdims=keepdims)
+    return jnp.max(jnp.abs(x), axis=axis, keepdims=keepdims)
 
 
 def unit_and_norm(x: Inexact[Array, "*b n"], infinite_rows: bool = False
@@ -46,7 +56,7 @@ def _scaled_row(x):
     """$p$ (a power of two bringing max|x| near 1, see `_power_of_two_scale`), $v = p x$
     and ‖v‖, each row's scalars keeping a trailing axis of size 1."""
     real = jnp.real(x).dtype
-    m = jax.lax.stop_gradient(jnp.max(jnp.abs(x), axis=-1, keepdims=True)).astype(real)
+    m = jax.lax.stop_gradient(max_magnitude(x)).astype(real)
     p = _power_of_two_scale(m)  # 1 at the origin; p and 1/p are normal numbers
     v = x * p.astype(x.dtype)
     sq = jnp.sum(jnp.real(v * jnp.conj(v)), axis=-1, keepdims=True)  # ~[1/4, 4n] unless 0
@@ -216,7 +226,7 @@ def scaled_norm(x: Inexact[Array, "*b n"], then=None):
         return then(rs, jnp.ones_like(rs), rs, jnp.zeros_like(rs), False)
 
     def rescue(x, s, ok):
-        m = jnp.max(jnp.abs(x), axis=-1)
+        m = max_magnitude(x, keepdims=False)
         p = _power_of_two_scale(m)
         if jnp.iscomplexobj(x):  # part by part: a complex product turns ∞ into ∞ + NaN·i
             xs = jax.lax.complex(jnp.real(x) * p[..., None], jnp.imag(x) * p[..., None])

@@ -595,7 +595,11 @@ def bloch(x: Complex[Array, "*b 2"], sigma: Callable | None = None) -> Float[Arr
     cdt = jnp.complex128 if real == jnp.float64 else jnp.complex64
     z = x.astype(cdt)
     u, r = unit_and_norm(z, infinite_rows=True)
-    s = r * r
+    # rows whose s = r² overflows take σ at the largest finite number; r is replaced
+    # there before squaring, so that no derivative 2r = ∞ meets a zero cotangent
+    over = ~(r * r < jnp.inf)
+    r_fin = jnp.where(over, 0, r)
+    s = jnp.where(over, jnp.inf, r_fin * r_fin)
 
     def bilinear(v):
         c = jnp.conj(v[..., 0]) * v[..., 1]
@@ -617,7 +621,9 @@ def bloch(x: Complex[Array, "*b 2"], sigma: Callable | None = None) -> Float[Arr
         s_pos = jnp.where(positive, s_small, 1)  # σ is never differentiated at 0
         ratio = jnp.where(positive, sigma(s_pos) / s_pos, d0)
         sig_big = sigma(s_big)
-    near = ratio[..., None] * bilinear(z)
+    # z only where s < 1: elsewhere its bilinear form may overflow, and the cotangent 0
+    # of the branch not taken would meet an infinite derivative there (0·∞ = NaN)
+    near = ratio[..., None] * bilinear(jnp.where(small[..., None], z, 0))
     far = sig_big[..., None] * bilinear(u)
     return jnp.where(small[..., None], near, far).astype(real)
 
