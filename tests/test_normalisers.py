@@ -676,6 +676,25 @@ def test_isotropic_layer_norm_computes_half_precision_in_float32(normalisation):
     ref = w_out @ h + np.asarray(m.bias, np.float64)
     np.testing.assert_allclose(np.asarray(y, np.float64), ref, rtol=2e-3, atol=2e-3)
 
+@pytest.mark.parametrize("normalisation", ["unit", "tanh"])
+def test_isotropic_layer_norm_at_the_ends_of_float32(normalisation):
+    """Rows from 1e-30 to 3e38 in float32: W_in x is formed from x scaled by a power of
+    two, so neither its partial sums overflow (NaN before at 3e38) nor its products
+    underflow; values match the float64 formula and gradients are finite."""
+    m = tnn.IsotropicLayerNorm(8, normalisation=normalisation, key=jax.random.key(2))
+    w_in, w_out = np.asarray(m.w_in, np.float64), np.asarray(m.w_out, np.float64)
+    u = np.sign(w_in[0]) * rng(11).uniform(0.9, 1, size=(8,))  # (W_in x)_0 > max at 3e38
+    for scale in (1e-30, 1.0, 1e20, 3e38):
+        x64 = np.asarray(jnp.asarray(scale * u, jnp.float32), np.float64)
+        h = w_in @ x64
+        r = np.linalg.norm(h)
+        h = h / r if normalisation == "unit" else np.tanh(r) * h / r
+        ref = w_out @ h + np.asarray(m.bias, np.float64)
+        x = jnp.asarray(x64, jnp.float32)
+        np.testing.assert_allclose(np.asarray(m(x), np.float64), ref, rtol=1e-5, atol=1e-6)
+        assert np.isfinite(np.asarray(jax.grad(lambda v: jnp.sum(m(v)))(x))).all()
+
+
 def _batch_maps(dtype):
     """The batch normalisers as maps of a batch (b, n), with parameters in `dtype`."""
     one, zero = jnp.ones((), dtype), jnp.zeros(4, dtype)

@@ -17,8 +17,8 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from .._numerics import (all_rows, compute_dtype, power_of_two_near, require_floating,
-                         sqrt_or_zero, trusted_sum)
+from .._numerics import (all_rows, compute_dtype, max_magnitude, power_of_two_near,
+                         require_floating, sqrt_or_zero, trusted_sum)
 from ..._types import INT_TYPES, IntLike, RealLike, check_int
 from ._checks import check_eps
 from ..activations._functional import isotropic_tanh
@@ -194,7 +194,10 @@ def isotropic_layer_norm(x: Float[Array, "*b n"], w_in: Float[Array, "k n"],
     mirrors LayerNorm's two lost degrees of freedom), an isotropic normalisation σ on
     $ℝ^k$ — the unit vector $\\hat y$ (`"unit"`) or isotropic tanh (`"tanh"`, eq 15) — and
     the affine map $ℝ^k \\to ℝ^n$ that replaces γ and β. Computed in float32 for
-    half-precision x (output in x's dtype).
+    half-precision x (output in x's dtype). $W_{in}$ is applied to x scaled by a power of
+    two near its largest component, so its partial sums cannot overflow: the unit vector
+    is that of the scaled product, and isotropic tanh takes $\\hat y$ where $y = W_{in} x$
+    itself is beyond the dtype's range (tanh ‖y‖ = 1 there to rounding).
 
     **Symmetry:** σ is O(k)-equivariant, so the parameters absorb any GL action (closure);
     the class is algebraically ℝ×₊-right-invariant when σ is the unit vector.
@@ -204,8 +207,15 @@ def isotropic_layer_norm(x: Float[Array, "*b n"], w_in: Float[Array, "k n"],
                          f"{normalisation!r}.")
     require_floating(x, "isotropic_layer_norm", "x")
     work = compute_dtype(x.dtype)  # float32 for half precisions: W_in x overflows float16
-    h = jnp.einsum("kn,...n->...k", w_in.astype(work), x.astype(work))
-    h = unit_vector(h) if normalisation == "unit" else isotropic_tanh(h)
+    xw = x.astype(work)
+    p = jax.lax.stop_gradient(power_of_two_near(max_magnitude(xw)))
+    hs = jnp.einsum("kn,...n->...k", w_in.astype(work), xw / p)  # W_in x / p
+    if normalisation == "unit":
+        h = unit_vector(hs)
+    else:
+        y = hs * p
+        over = ~jnp.all(jnp.isfinite(y), axis=-1, keepdims=True)
+        h = jnp.where(over, unit_vector(hs), isotropic_tanh(jnp.where(over, 0, y)))
     return (jnp.einsum("nk,...k->...n", w_out.astype(work), h) + b_out.astype(work)
             ).astype(x.dtype)
 
