@@ -680,7 +680,8 @@ def test_isotropic_layer_norm_computes_half_precision_in_float32(normalisation):
 def test_isotropic_layer_norm_at_the_ends_of_float32(normalisation):
     """Rows from 1e-30 to 3e38 in float32: W_in x is formed from x scaled by a power of
     two, so neither its partial sums overflow (NaN before at 3e38) nor its products
-    underflow; values match the float64 formula and gradients are finite."""
+    underflow (and the tanh form caps ‖W_in x‖ where tanh is 1); values match the
+    float64 formula and gradients are finite."""
     m = tnn.IsotropicLayerNorm(8, normalisation=normalisation, key=jax.random.key(2))
     w_in, w_out = np.asarray(m.w_in, np.float64), np.asarray(m.w_out, np.float64)
     u = np.sign(w_in[0]) * rng(11).uniform(0.9, 1, size=(8,))  # (W_in x)_0 > max at 3e38
@@ -974,3 +975,37 @@ def test_grouped_norms_with_eps_keep_a_sign_per_group_in_closure_r():
     assert cell.status == "not maximal"
     assert {m.group for m in cell.maximality if m.found is False} == {"(±1,+λ1)^2"}
 
+
+
+def test_layer_norm_derivatives_near_the_smallest_normal_number():
+    """LayerNorm (ε = 0) and the centred standardisation differentiated at float32 rows
+    whose norm is a few times the smallest normal number: forward and reverse mode match
+    the float64 Jacobian √n (I − ĉĉᵀ)/‖c‖ (I − J/n) of the centred vector c where its
+    entries are representable, and are ±∞ beyond, instead of NaN from an intermediate
+    ρ³ of a clamped scale."""
+    x = np.array([[1.2e-38, 0, 0, 0, 0, 0], [1.3e-38, -1.5e-38, 2e-38, 1.2e-38, 0, 0],
+                  [3e-38, 1.2e-38, 0, -1.9e-38, 0, 2.5e-38], [1.0, -2.0, 0.5, 3.0, 0, 1.0]],
+                 np.float32)
+    t = rng(21).uniform(-1.5, 1.5, size=x.shape).astype(np.float32)
+    n = x.shape[1]
+    ones = jnp.ones(n)
+
+    def jac(v):
+        centre = np.eye(n) - 1 / n
+        c = centre @ v
+        r = np.linalg.norm(c)
+        u = c / r
+        return math.sqrt(n) * (np.eye(n) - np.outer(u, u)) / r @ centre
+
+    for f in (lambda a: tf.layer_norm(a, ones, 0 * ones), tf.centred_standardise):
+        jvp = np.asarray(jax.jit(lambda a, v: jax.jvp(f, (a,), (v,))[1])(x, t))
+        vjp = np.asarray(jax.jit(lambda a, v: jax.vjp(f, a)[1](v)[0])(x, t))
+        assert not np.isnan(jvp).any() and not np.isnan(vjp).any()
+        for i, row in enumerate(x.astype(np.float64)):
+            j = jac(row)
+            for got, want in ((jvp[i], j @ t[i]), (vjp[i], j.T @ t[i])):
+                # entries beyond float32's range may be ±∞; the others must be right
+                fits = np.abs(want) < 1e38
+                scale = np.abs(want[fits]).max()
+                np.testing.assert_allclose(got[fits] / scale, want[fits] / scale, atol=2e-6)
+                assert np.all(np.abs(got[~fits]) > 1e37)
