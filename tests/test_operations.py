@@ -279,9 +279,21 @@ def test_attention_scores_beyond_float32_are_neither_nan_nor_wrong(scale):
     norm = np.linalg.norm(sc, axis=-1, keepdims=True)
     for f, ref in ((tf.softmax_attention, w @ v64),
                    (tf.isotropic_tanh_attention, (np.tanh(norm) * sc / norm) @ v64)):
-        np.testing.assert_allclose(np.asarray(f(qs, ks, v), np.float64), ref, atol=1e-6)
-        grads = jax.grad(lambda a, b, f=f: jnp.sum(f(a, b, v)), argnums=(0, 1))(qs, ks)
+        # eagerly and compiled: under jit XLA once computed the scores twice, rounded
+        # differently, so that no shifted score was 0 and every softmax weight was 0/0
+        for g in (f, jax.jit(f)):
+            np.testing.assert_allclose(np.asarray(g(qs, ks, v), np.float64), ref, atol=1e-6)
+        grads = jax.jit(jax.grad(lambda a, b, f=f: jnp.sum(f(a, b, v)), argnums=(0, 1)))(qs, ks)
         assert all(bool(jnp.all(jnp.isfinite(g))) for g in grads), f
+    # queries near float32's maximum against unit keys: the hard attention of q·k
+    kb = jnp.asarray(np.random.default_rng(0).normal(size=(6, 8)), jnp.float32)
+    vb = jnp.asarray(r.normal(size=(6, 3)), jnp.float32)
+    qb = jnp.asarray(np.concatenate([np.full((1, 8), 3e38), np.clip(
+        r.normal(size=(3, 8)), -1, 1) * 3e38]), jnp.float32)
+    hard = np.asarray(vb)[np.argmax(np.asarray(qb, np.float64) @ np.asarray(kb, np.float64).T,
+                                    axis=-1)]
+    np.testing.assert_allclose(np.asarray(jax.jit(tf.softmax_attention)(qb, kb, vb)), hard,
+                               atol=1e-6)
 
 def test_multi_head_layers_match_eqs_69_70():
     r = rng(9)

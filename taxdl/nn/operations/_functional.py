@@ -15,7 +15,7 @@ from jaxtyping import Array, Float
 
 from ..._types import check_real
 from .._numerics import (_power_of_two_scale, all_rows, compute_dtype, exp2_int, inverse_or_zero,
-                         power_of_two_near, require_floating, sqrt_or_zero)
+                         materialise, power_of_two_near, require_floating, sqrt_or_zero)
 from ..activations._functional import isotropic_tanh
 
 
@@ -393,7 +393,10 @@ def _scaled_scores(query, key):
     q, k = query.astype(work), key.astype(work)
     pq = jax.lax.stop_gradient(power_of_two_near(jnp.max(jnp.abs(q), axis=-1, keepdims=True)))
     pk = jax.lax.stop_gradient(power_of_two_near(jnp.max(jnp.abs(k))))
-    s = jnp.einsum("td,sd->ts", q / pq, k / pk) / math.sqrt(query.shape[-1])
+    # one buffer of scores (`materialise`): XLA may otherwise compute the product once
+    # for max s and again, rounded differently, for s − max s, whose top entry is then
+    # not 0 and, times a huge c, sends every weight to 0 (0/0 = NaN)
+    s = materialise(jnp.einsum("td,sd->ts", q / pq, k / pk) / math.sqrt(query.shape[-1]))
     return s, jnp.minimum(pq * pk, jnp.finfo(work).max)
 
 
