@@ -130,6 +130,22 @@ def test_chi_norm_matches_eqs_46_47_and_standardises_gaussian_magnitudes():
         assert float(jnp.mean(mags)) == pytest.approx(1.0, abs=0.01)
 
 
+def test_chi_norm_of_a_batch_whose_magnitude_exceeds_float32():
+    """A float32 batch of entries ±(1.5e38 to 3e38): its RMS magnitude ρ ≈ √n·3e38 is
+    beyond float32's range although (x − μ)/ρ is not; chi_norm never forms ρ, so values
+    match eq 47 in float64 (they were NaN) and gradients are finite."""
+    r = rng(31)
+    x = jnp.asarray(r.choice([-1, 1], size=(5, 8)) * r.uniform(0.5, 1, size=(5, 8)) * 3e38,
+                    jnp.float32)
+    b = r.normal(size=8)
+    x64 = np.asarray(x, np.float64)
+    for eps in (0.0, 1e-5):
+        np.testing.assert_allclose(np.asarray(tf.chi_norm(x, 0.7, jnp.asarray(b), eps)),
+                                   np_chi(x64, 0.7, b, eps), rtol=1e-5, atol=1e-6)
+        g = jax.grad(lambda a: jnp.sum(tf.chi_norm(a, 0.7, 0.0, eps) * jnp.arange(8.0)))(x)
+        assert np.isfinite(np.asarray(g)).all()
+
+
 def test_batch_group_instance_rms_norm_references():
     r = rng(10)
     g, b = r.normal(size=8), r.normal(size=8)

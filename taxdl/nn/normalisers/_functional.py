@@ -490,10 +490,26 @@ def chi_norm(x: Float[Array, "b n"], gamma, beta, eps: RealLike = 0.0) -> Float[
     if x.size == 0:  # no rows or no features: nothing to normalise
         return x
     work = compute_dtype(x.dtype)
-    xw = x.astype(work)
-    mean, rms = chi_statistics(xw)
-    return _chi_apply(xw, mean, rms, jnp.asarray(gamma).astype(work),
-                      jnp.asarray(beta).astype(work), eps).astype(x.dtype)
+    ratio = _chi_ratio(x.astype(work), eps)
+    return (jnp.asarray(gamma).astype(work) * (chi_scale(x.shape[-1]) * ratio)
+            + jnp.asarray(beta).astype(work)).astype(x.dtype)
+
+
+@ft.partial(jax.jit, static_argnames=("eps",))
+def _chi_ratio(x, eps: float):
+    """$(x - μ)/\\sqrt{ρ^2 + ε}$ with the batch statistics of `chi_statistics`, formed
+    from $x/m$ (m a power of two near max|x|, gradient stopped) without forming ρ itself,
+    which exceeds the dtype's range (√n·max|x|) for batches near its largest number
+    although the ratio does not. A constant batch gives 0 with the gradient of x − μ
+    kept, as `_centred_standardise` does."""
+    largest, constant = _range(x, 0)
+    m = power_of_two_near(jnp.max(largest))
+    u = x / m
+    centred = u - jnp.mean(u, axis=0)
+    residue = jax.lax.stop_gradient(jnp.where(jnp.all(constant), centred, 0))
+    c = centred - residue  # |c| ≤ 8 (see _centred_standardise)
+    s = jnp.mean(jnp.sum(c * c, axis=-1))
+    return c * _inverse_root(s, math.sqrt(eps) / m)
 
 
 def magnitude_normalise(x: Float[Array, "*b n"], scale: Float[Array, ""], gamma, beta,
