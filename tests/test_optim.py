@@ -433,12 +433,13 @@ def test_isotropic_clip_of_float16_gradients_whose_squares_overflow():
     np.testing.assert_array_equal(np.asarray(u["a"], np.float64), [0.5, -1.0])  # untouched
 
 
-@pytest.mark.parametrize("scale", [1e25, 1e-25, 1e-35, 1.0])
+@pytest.mark.parametrize("scale", [1e38, 1e25, 1e-25, 1e-35, 1.0])
 def test_global_norm_of_huge_and_tiny_float32_gradients(scale):
     """A float32 sum of squares overflows above ‖g‖ ≈ 1.8e19 and underflows to 0 below
     ~1e-19 (so the plain norm would make these updates 0): the normalised update still
     has norm 1, the clipped one norm `max_norm`, and AdaSGD's two steps (ε = 0) are eq
-    52's at every scale (float64 references)."""
+    52's at every scale (float64 references). At 1e38 the norm itself (~4e38) is beyond
+    float32's range, and so is AdaSGD's denominator, while the updates are not."""
     rng = np.random.default_rng(0)
     base = {"a": rng.normal(size=(3, 4)), "b": rng.normal(size=(5,))}
     g = {k: jnp.asarray(v * scale, jnp.float32) for k, v in base.items()}

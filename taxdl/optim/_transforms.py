@@ -15,7 +15,7 @@ from jaxtyping import Array, Int
 from optax import tree_utils as otu
 
 from .._types import check_bool, check_real
-from ..nn._numerics import all_rows, one_minus_power, trusted_sum
+from ..nn._numerics import _power_of_two_scale, all_rows, one_minus_power, trusted_sum
 
 
 def _is_real(value) -> bool:
@@ -103,6 +103,16 @@ def _divide(x, denom):
     return (x.astype(wide) / denom.astype(wide)).astype(x.dtype)
 
 
+def _divide_by_any(x, denom):
+    """`_divide` for a `denom` of any size: XLA divides by multiplying with the
+    reciprocal, which is below the smallest normal number (flushed to 0) for denominators
+    above ~2¹²⁶ in float32; x and denom are first multiplied by a power of two p bringing
+    denom into [½, 1) (exact, p and 1/p normal), so that reciprocal is never formed."""
+    p = _power_of_two_scale(denom)
+    wide = _wide(x.dtype, denom.dtype)
+    return ((x.astype(wide) * p.astype(wide)) / (denom * p).astype(wide)).astype(x.dtype)
+
+
 def _accumulation_dtype(leaves):
     wide = any(leaf.dtype in (jnp.float64, jnp.complex128) for leaf in leaves)
     return jnp.float64 if wide else jnp.float32
@@ -123,20 +133,28 @@ def _global_sq_norm(tree, dtype) -> Array:
 
 
 @ft.partial(jax.jit, static_argnums=1)
-def _global_norm(tree, dtype) -> Array:
-    """‖g‖₂ over every leaf (a real scalar of `dtype`), overflow- and underflow-free.
+def _global_norm_parts(tree, dtype) -> tuple[Array, Array]:
+    """$(r, p)$ with $\\|g\\|_2 = r/p$ over every leaf (real scalars of `dtype`),
+    overflow- and underflow-free: $p$ is 1, or a power of two bringing the largest
+    magnitude in the tree into [½, 1) (p and 1/p normal numbers, so multiplying by it is
+    exact) and $r = \\|p\\,g\\|$.
 
-    The plain sum of squares is used when it lies in the range where it is trusted (see
-    `sum_of_squares_bounds`; in float32 norms between ~1e-12 and ~1e12) or is NaN;
-    otherwise (also when it is 0, which may be an underflow) every leaf is divided by the
-    largest magnitude m in the tree before squaring and the norm is m·‖g/m‖ (a `lax.cond`
-    on the scalar, so the common case reads the gradient once). Without this, a float32
-    gradient of norm above ~1.8e19 has an infinite norm and one below ~1e-19 a zero norm,
-    and its normalised or clipped update is 0. Compiled once per tree structure, shapes
-    and dtype, so that an update outside `jax.jit` does not trace the `lax.cond` again.
+    The plain sum of squares is used ($p = 1$) when it lies in the range where it is
+    trusted (see `sum_of_squares_bounds`; in float32 norms between ~1e-12 and ~1e12) or
+    is NaN; otherwise (also when it is 0, which may be an underflow) every leaf is scaled
+    by $p$ before squaring (a `lax.cond` on the scalar, so the common case reads the
+    gradient once). Without this, a float32 gradient of norm above ~1.8e19 has an infinite
+    norm and one below ~1e-19 a zero norm, and its normalised or clipped update is 0;
+    callers that keep $r$ and $p$ apart also handle norms beyond the dtype's range (g/‖g‖
+    = p g/r is representable when ‖g‖ is not). A tree whose largest magnitude is 0, ∞ or
+    NaN gives $(m_{max}, 1)$. Compiled once per tree structure, shapes and dtype, so that
+    an update outside `jax.jit` does not trace the `lax.cond` again.
     """
     s = _global_sq_norm(tree, dtype)  # of `dtype`
     trusted = trusted_sum(s)
+
+    def plain(tree):
+        return jnp.sqrt(s), jnp.ones((), dtype)
 
     def rescue(tree):
         leaves = jax.tree.leaves(tree)
@@ -145,13 +163,28 @@ def _global_norm(tree, dtype) -> Array:
             if leaf.size:
                 m = jnp.maximum(m, jnp.max(jnp.abs(leaf)).astype(dtype))
         usable = (m > 0) & jnp.isfinite(m)
-        m_safe = jnp.where(usable, m, 1)
-        scaled = jax.tree.map(lambda leaf: _divide(leaf, m_safe), tree)
-        return jnp.where(usable, jnp.sqrt(_global_sq_norm(scaled, dtype)) * m, m)
+        p = _power_of_two_scale(jnp.where(usable, m, 1))
+        scaled = jax.tree.map(lambda leaf: _scale(leaf, p), tree)
+        r = jnp.sqrt(_global_sq_norm(scaled, dtype))
+        return jnp.where(usable, r, m), jnp.where(usable, p, 1)
 
     # (all_rows: under jax.vmap, over an ensemble say, the predicate spans the members,
     # so that the cond is kept; the rescued norm equals the plain one to rounding)
-    return jax.lax.cond(all_rows(trusted), lambda tree: jnp.sqrt(s), rescue, tree)
+    return jax.lax.cond(all_rows(trusted), plain, rescue, tree)
+
+
+def _scale(x, p):
+    """`x * p` for a leaf and a real scalar of the accumulation dtype, in the wider of
+    the two dtypes, returned in x's dtype (see `_divide`)."""
+    wide = _wide(x.dtype, p.dtype)
+    return (x.astype(wide) * p.astype(wide)).astype(x.dtype)
+
+
+def _global_norm(tree, dtype) -> Array:
+    """‖g‖₂ over every leaf (∞ where it exceeds the dtype's range), see
+    `_global_norm_parts`."""
+    r, p = _global_norm_parts(tree, dtype)
+    return r / p
 
 
 # ============================================================================ AdaSGD
@@ -217,8 +250,8 @@ def scale_by_adasgd(b1: ArrayLike = 0.9, b2: ArrayLike = 0.999, eps: ArrayLike =
         acc = state.nu_root.dtype
         b2_, eps_ = _cast(b2, acc), _cast(eps, acc)
         # √v_t with v_t = β₂ v_{t−1} + (1 − β₂)‖g_t‖², never forming a square
-        nu_root = jnp.hypot(jnp.sqrt(b2_) * state.nu_root,
-                            jnp.sqrt(1 - b2_) * _global_norm(updates, acc))
+        r, p = _global_norm_parts(updates, acc)  # ‖g‖ = r/p, possibly beyond range
+        nu_root = jnp.hypot(jnp.sqrt(b2_) * state.nu_root, (jnp.sqrt(1 - b2_) * r) / p)
 
         def moment(m, g):
             b1_ = _cast(b1, m.dtype)
@@ -231,8 +264,9 @@ def scale_by_adasgd(b1: ArrayLike = 0.9, b2: ArrayLike = 0.999, eps: ArrayLike =
         denom = nu_root / jnp.sqrt(debias * max(d, 1)) + eps_
         safe = jnp.where(denom > 0, denom, 1)
         # 0/0 (ε = 0, every gradient so far zero) is read as 0
-        new = jax.tree.map(lambda m, g: jnp.where(denom > 0, _divide(m, safe), 0).astype(g.dtype),
-                           mu, updates)
+        new = jax.tree.map(
+            lambda m, g: jnp.where(denom > 0, _divide_by_any(m, safe), 0).astype(g.dtype),
+            mu, updates)
         return new, ScaleByAdaSGDState(count=count, mu=mu, nu_root=nu_root)
 
     return optax.GradientTransformation(init_fn, update_fn)
@@ -285,11 +319,14 @@ def normalise_by_global_norm(eps: ArrayLike = 1e-8) -> optax.GradientTransformat
         _check_inexact(updates, "updates", "normalise_by_global_norm")
         leaves = jax.tree.leaves(updates)
         dtype = _accumulation_dtype(leaves)
-        denom = _global_norm(updates, dtype) + _cast(eps, dtype)
+        # g/(‖g‖ + ε) = (p g)/(r + p ε) with ‖g‖ = r/p: finite where ‖g‖ overflows
+        r, p = _global_norm_parts(updates, dtype)
+        denom = r + _cast(eps, dtype) * p
         safe = jnp.where(denom > 0, denom, 1)
         # with ε = 0 the zero gradient stays zero
-        return jax.tree.map(lambda g: jnp.where(denom > 0, _divide(g, safe), 0).astype(g.dtype),
-                            updates), state
+        return jax.tree.map(
+            lambda g: jnp.where(denom > 0, _divide(_scale(g, p), safe), 0).astype(g.dtype),
+            updates), state
 
     return optax.GradientTransformation(init_fn, update_fn)
 
@@ -330,13 +367,15 @@ def _clip_by_global_norm(max_norm: float, who: str) -> optax.GradientTransformat
         del params
         _check_inexact(updates, "updates", who)
         dtype = _accumulation_dtype(jax.tree.leaves(updates))
-        norm = _global_norm(updates, dtype)
-        clip = norm > max_norm
-        factor = jnp.where(clip, max_norm / jnp.where(clip, norm, 1), 1).astype(dtype)
+        # ‖g‖ = r/p (p a power of two): g c/‖g‖ = (p g)(c/r), finite where ‖g‖ overflows
+        r, p = _global_norm_parts(updates, dtype)
+        clip = r / p > max_norm
+        factor = jnp.where(clip, max_norm / jnp.where(clip, r, 1), 1).astype(dtype)
+        p = jnp.where(clip, p, 1).astype(dtype)
 
         def scale(g):
             wide = _wide(g.dtype, dtype)
-            return (g.astype(wide) * factor.astype(wide)).astype(g.dtype)
+            return ((g.astype(wide) * p.astype(wide)) * factor.astype(wide)).astype(g.dtype)
 
         return jax.tree.map(scale, updates), state
 
