@@ -180,13 +180,6 @@ def _scale(x, p):
     return (x.astype(wide) * p.astype(wide)).astype(x.dtype)
 
 
-def _global_norm(tree, dtype) -> Array:
-    """‖g‖₂ over every leaf (∞ where it exceeds the dtype's range), see
-    `_global_norm_parts`."""
-    r, p = _global_norm_parts(tree, dtype)
-    return r / p
-
-
 # ============================================================================ AdaSGD
 class ScaleByAdaSGDState(NamedTuple):
     """State of [`scale_by_adasgd`][taxdl.optim.scale_by_adasgd]: the step count, the
