@@ -420,14 +420,24 @@ def chi_statistics(x: Float[Array, "b n"]) -> tuple[Float[Array, " n"], Float[Ar
     dtype = x.dtype
     if x.size == 0:  # no features: an empty mean and a zero magnitude
         return jnp.zeros(x.shape[1:], dtype), jnp.zeros((), dtype)
+    mu, _, s, m = _scaled_centred_batch(x)
+    rms = sqrt_or_zero(s) * m
+    return (mu * m).astype(dtype), rms.astype(dtype)
+
+
+def _scaled_centred_batch(x):
+    """The batch (axis 0) on the scale $m$, a power of two near max|x| (gradient
+    stopped): $(μ/m,\\ c = (x - μ)/m,\\ s = \\mathbb E_B\\|c\\|^2,\\ m)$, with |c| ≤ 8 (see
+    `_centred_standardise`), so that neither the mean nor the squares overflow. A
+    constant batch has c = 0 exactly, with the gradient of x − μ kept."""
     largest, constant = _range(x, 0)
     m = power_of_two_near(jnp.max(largest))
     u = x / m
     mu = jnp.mean(u, axis=0)
-    c = jnp.where(jnp.all(constant), 0, u - mu)  # |c| ≤ 8 (see _centred_standardise)
-    s = jnp.mean(jnp.sum(c * c, axis=-1))
-    rms = sqrt_or_zero(s) * m
-    return (mu * m).astype(dtype), rms.astype(dtype)
+    centred = u - mu
+    residue = jax.lax.stop_gradient(jnp.where(jnp.all(constant), centred, 0))
+    c = centred - residue
+    return mu, c, jnp.mean(jnp.sum(c * c, axis=-1)), m
 
 
 @jax.jit
@@ -498,17 +508,11 @@ def chi_norm(x: Float[Array, "b n"], gamma, beta, eps: RealLike = 0.0) -> Float[
 @ft.partial(jax.jit, static_argnames=("eps",))
 def _chi_ratio(x, eps: float):
     """$(x - μ)/\\sqrt{ρ^2 + ε}$ with the batch statistics of `chi_statistics`, formed
-    from $x/m$ (m a power of two near max|x|, gradient stopped) without forming ρ itself,
-    which exceeds the dtype's range (√n·max|x|) for batches near its largest number
-    although the ratio does not. A constant batch gives 0 with the gradient of x − μ
-    kept, as `_centred_standardise` does."""
-    largest, constant = _range(x, 0)
-    m = power_of_two_near(jnp.max(largest))
-    u = x / m
-    centred = u - jnp.mean(u, axis=0)
-    residue = jax.lax.stop_gradient(jnp.where(jnp.all(constant), centred, 0))
-    c = centred - residue  # |c| ≤ 8 (see _centred_standardise)
-    s = jnp.mean(jnp.sum(c * c, axis=-1))
+    on the scale of `_scaled_centred_batch` without forming ρ itself, which exceeds the
+    dtype's range (√n·max|x|) for batches near its largest number although the ratio
+    does not. A constant batch gives 0 with the gradient of x − μ kept, as
+    `_centred_standardise` does."""
+    _, c, s, m = _scaled_centred_batch(x)
     return c * _inverse_root(s, math.sqrt(eps) / m)
 
 
