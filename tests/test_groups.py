@@ -787,11 +787,16 @@ def test_diagonal_groups():
         assert G.is_subgroup(small, big) and not G.is_subgroup(big, small), (small, big)
     assert not G.is_subgroup(G.Scaling(), DAp) and not G.is_subgroup(D, DAp)
     # (ℝ×)ⁿ and ℝ×·O(n) lie above ℝ× too, but they hold ℝ× × ℤ₂ⁿ: not immediate
-    assert [s.name for s in G.Scaling(5).supergroups()] == ["ℝ× × ℤ₂^5", "ℝ×,+λ1"]
+    # (ℝ×·O(n) is also ℝ× × SO(n) for odd n); ℝ× × H for the groups H just above I
+    assert [s.name for s in G.Scaling(5).supergroups()] == [
+        "ℝ× × ℤ₂^5", "ℝ×,+λ1", "ℝ× × S_5", "ℝ× × Ψ(A_5)"]
     for above in (D.on(5), G.ConformalLinear(5)):
         assert G.is_subgroup(G.Product(G.Scaling(), G.SignFlips(), n=5), above)
     assert [s.name for s in G.Scaling(5, positive=True).supergroups()] == [
-        "ℝ×", "ℝ×₊,+λ1", "(ℝ×₊)^5"]
+        "ℝ×", "ℝ×₊,+λ1", "(ℝ×₊)^5", "ℝ×₊ × S_5", "ℝ×₊ × Ψ(A_5)", "ℝ×₊ × SO(5)"]
+    # −I ∈ SO(4): ℝ× lies in ℝ×₊ × SO(4), and ℝ×₊ × SO(4) is not immediate above ℝ×₊
+    assert "ℝ×₊ × SO(4)" in [s.name for s in G.Scaling(4).supergroups()]
+    assert "ℝ×₊ × SO(4)" not in [s.name for s in G.Scaling(4, positive=True).supergroups()]
     assert [s.name for s in G.Diagonal(5).supergroups()] == ["S_5⋉(ℝ×)^5", "(ℝ×)^5⋉ℝ^5"]
     assert [s.name for s in Dp.on(5).supergroups()] == [
         "(ℝ×)^5", "S_5⋉(ℝ×₊)^5", "(ℝ×₊)^5⋉ℝ^5"]
@@ -951,7 +956,11 @@ def test_point_reflection_lies_in_so_n_and_d_n_exactly_in_even_dimensions():
             assert G.is_subgroup(G.PointReflection(n), big) == even, (n, big.name)
             assert bool(big.contains(minus, atol=1e-6)[0]) == even, (n, big.name)
         names = [g.name for g in G.PointReflection(n).supergroups()]
-        assert ({f"SO({n})", f"D_{n}"} <= set(names)) == even
+        # Dₙ holds {±I} × Sₙ in even n: the product is the immediate supergroup
+        assert (f"SO({n})" in names) == even and f"±I_{n} × S_{n}" in names
+        assert f"D_{n}" not in names
+        assert G.is_subgroup(G.Product(G.PointReflection(), G.Permutation(), n=n),
+                             G.EvenSignedPermutation(n)) == even
     assert not G.is_subgroup(G.PointReflection(), G.SpecialOrthogonal())
 
 

@@ -169,6 +169,33 @@ def test_under_claim_below_a_scalar_extension_is_caught(prim, n, holds):
     assert result.maximality and all(m.found for m in result.maximality)
 
 
+def _homogeneous_sum_map(x):
+    """x (1 + (Σx)²/‖x‖²): homogeneous of degree one for every real scale (ℝ×) and
+    permutation-equivariant; no sign flip of one coordinate, rotation or shift keeps it."""
+    return x * (1 + jnp.sum(x) ** 2 / jnp.sum(x * x))
+
+
+@pytest.mark.parametrize("fn, scalars, n, holds", [
+    (lambda x: jax.nn.relu(x + jnp.mean(x)), Scaling(positive=True), 4, "ℝ×₊ × S_4"),
+    (lambda x: jnp.tanh(x + jnp.mean(x)), PointReflection(), 5, "±I_5 × S_5"),
+    (_homogeneous_sum_map, Scaling(), 4, "ℝ× × S_4"),
+], ids=["positive-scalings", "point-reflection", "scalings"])
+def test_under_claim_of_only_scalars_is_caught(fn, scalars, n, holds):
+    """The same under-claims declared from the scalar side: a map that is homogeneous (or
+    odd) and permutation-equivariant, declared only ℝ×₊ (ℝ×, {±I}), is reported as
+    possibly non-maximal, with the scalars × Sₙ the supergroup that holds."""
+    assert_algebraic(fn, scalars, "E", n=n, **FAST)
+    with pytest.raises(SymmetryViolation, match="may not be maximal") as info:
+        assert_maximal(fn, scalars, "E", n=n, **FAST)
+    assert {m.group for m in info.value.cell.maximality if m.found is False} == {holds}
+    # a map with only the scalar symmetry passes: a fixed mixing breaks the permutations
+    mix = jax.random.normal(jax.random.key(1), (n, n))
+    only = {"ℝ×₊": lambda x: jax.nn.relu(mix @ x), "±I": lambda x: jnp.tanh(mix @ x),
+            "ℝ×": lambda x: _homogeneous_sum_map(mix @ x)}[holds.split(" × ")[0].split("_")[0]]
+    result = assert_maximal(only, scalars, "E", n=n, **FAST)
+    assert result.maximality and all(m.found for m in result.maximality)
+
+
 def test_under_claim_below_the_shifts_along_ones_is_caught():
     prim = MeanPreservingSigmoidClaimedPermutation()
     with pytest.raises(SymmetryViolation, match="may not be maximal") as info:
@@ -267,14 +294,16 @@ def _even_sign_map(x):
 
 
 def test_point_reflection_under_claim_in_even_dimension_is_caught():
-    """{±I} ⊂ Dₙ, SO(n) for even n: a Dₙ-equivariant map declared only odd in n = 4 is
-    reported as possibly non-maximal, with Dₙ the supergroup that also holds."""
+    """{±I} ⊂ {±I} × Sₙ ⊂ Dₙ and {±I} ⊂ SO(n) for even n: a Dₙ-equivariant map declared
+    only odd in n = 4 is reported as possibly non-maximal, with {±I} × Sₙ the immediate
+    supergroup that also holds (SO(n) and {±I} × Ψ do not)."""
     assert_algebraic(_even_sign_map, PointReflection(), "E", n=4, **FAST)
     assert_algebraic(_even_sign_map, EvenSignedPermutation(), "E", n=4, **FAST)
     with pytest.raises(SymmetryViolation, match="may not be maximal") as info:
         assert_maximal(_even_sign_map, PointReflection(), "E", n=4, **FAST)
     found = {m.group: m.found for m in info.value.cell.maximality}
-    assert found == {"ℝ×": True, "ℤ₂^4": True, "SO(4)": True, "D_4": False}
+    assert found == {"ℝ×": True, "ℤ₂^4": True, "SO(4)": True, "±I_4 × S_4": False,
+                     "±I_4 × Ψ(A_4)": True}
     # a true {±I} map (odd, nothing larger) passes in even n: tanh of a fixed mixing
     mix = jax.random.normal(jax.random.key(3), (4, 4))
     assert_maximal(lambda x: jnp.tanh(mix @ x), PointReflection(), "E", n=4, **FAST)

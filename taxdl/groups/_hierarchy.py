@@ -28,6 +28,8 @@ Hierarchy on one layer's ℝⁿ (DESIGN §1):
 Scalars commute with every linear map, so a linear group G without them sits inside
 ℝ×₊ × G and {±I} × G (maps homogeneous of degree one, or odd, on top of G): for Sₙ, S_c≀S_G,
 Dₙ, Bₙ, ℤ₂ⁿ, SO(n), O(n−1), Ψ, O(1, n−1) and Sₙ⋉(ℝ×₊)ⁿ, whichever of the two G lacks.
+From the scalar side, {±I}, ℝ×₊ and ℝ× sit inside their products with Sₙ, SO(n) and Ψ,
+the linear groups just above I (`_scalars_times_linear`).
 The nontrivial linear groups fixing 1 (Sₙ, S_c≀S_G, O(n−1) and their subgroups) commute
 with the shifts along it and sit inside +λ1 × G (`shift_extensions`): the maximality check
 and `AbstractGroup.supergroups` list it, but it is not a rule of the hierarchy, whose
@@ -139,13 +141,39 @@ _register(Trivial, lambda g: _bind(
      PointReflection()), g.n))
 
 
+def _scalars_times_linear(g: AbstractGroup) -> tuple[AbstractGroup, ...]:
+    """Z × H for the scalar group Z = `g` ({±I}, ℝ×₊ or ℝ×) and each nontrivial linear
+    group H immediately above the trivial one (Sₙ, SO(n), Ψ): scalars commute with every
+    linear map, so Z lies in each product. These are the edges from the scalar side into
+    the products that H's own scalar extensions reach (a map that is odd, or homogeneous,
+    and also permutation-equivariant is under-declared as {±I} or ℝ×₊).
+
+    SO(n) is named as the hierarchy names the product: {±I} × SO(n) is O(n) for odd n
+    (and SO(n) itself, already above {±I}, for even n); ℝ× × SO(n) is ℝ×·O(n) for odd n
+    (which holds ℝ× × ℤ₂ⁿ, so it is not immediate) and ℝ×₊ × SO(n) for even n. An unbound
+    {±I} or ℝ× leaves SO(n) out (the product depends on n's parity). In one dimension
+    every linear group is a scalar one."""
+    n = g.n
+    if n == 1:
+        return ()
+    products = [Product(g, h, n=n) for h in _bind((Permutation(), Simplex()), n)]
+    if isinstance(g, Scaling) and g.positive:
+        products.append(Product(g, SpecialOrthogonal(n), n=n))
+    elif n is not None and n % 2 == 1:
+        if isinstance(g, PointReflection):
+            products.append(Orthogonal(n))
+    elif n is not None and isinstance(g, Scaling):
+        products.append(Product(Scaling(positive=True), SpecialOrthogonal(n), n=n))
+    return tuple(products)
+
+
 def _point_reflection_supergroups(g: PointReflection) -> tuple[AbstractGroup, ...]:
     # det(−I) = (−1)ⁿ and −I flips all n signs: in an even dimension {±I} also lies in
     # SO(n) and in Dₙ, so a bound group of even n has those two supergroups as well.
     ups = (Scaling(positive=False), SignFlips())
     if g.n is not None and g.n % 2 == 0:
         ups += (SpecialOrthogonal(), EvenSignedPermutation())
-    return _bind(ups, g.n)
+    return _bind(ups, g.n) + _scalars_times_linear(g)
 
 
 _register(PointReflection, _point_reflection_supergroups)
@@ -182,7 +210,7 @@ _register(GeneralLinear, lambda g: _bind((Affine(),), g.n))
 _register(Scaling, lambda g: _bind(
     (Scaling(positive=False), ScaleShift(positive=True), Diagonal(positive=True)) if g.positive
     else (Product(Scaling(), SignFlips()), Diagonal(), ScaleShift(positive=False),
-          ConformalLinear()), g.n))
+          ConformalLinear()), g.n) + _scalars_times_linear(g))
 _register(Diagonal, lambda g: _bind(
     (Diagonal(), _extra("PositiveMonomial"), DiagonalAffine(positive=True)) if g.positive
     else (_extra("Monomial"), DiagonalAffine()), g.n))
@@ -356,8 +384,12 @@ def _product_supergroups(g: Product) -> tuple[AbstractGroup, ...]:
     out, seen = [], {_family(here)}
     for i, factor in enumerate(here.factors):
         others = here.factors[:i] + here.factors[i + 1:]
+        # a scalar factor's products with Sₙ, SO(n), Ψ are the product's business: the
+        # other factors climb their own hierarchies
+        beside = {_family(p) for p in _scalars_times_linear(factor)} if isinstance(
+            factor, (PointReflection, Scaling)) else set()
         for sup in immediate_supergroups(factor):
-            if not _commutes_in_place_of(factor, sup, others):
+            if _family(sup) in beside or not _commutes_in_place_of(factor, sup, others):
                 continue
             factors = list(here.factors)
             factors[i] = sup
