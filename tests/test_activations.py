@@ -371,6 +371,53 @@ def test_isotropic_sigma_with_parameters_gets_its_gradient():
                 make()
 
 
+class _ClosureScaledTanh(eqx.Module):
+    """A module whose σ is a closure over its parameter: σ(r) = a tanh r."""
+
+    a: jax.Array
+
+    def __call__(self, x):
+        return F.isotropic(x, lambda r: self.a * jnp.tanh(r))
+
+
+def test_sigma_closing_over_a_parameter_gets_its_gradient():
+    """A σ written as a closure over a traced parameter (`lambda r: self.a * tanh r` in a
+    module) is differentiated through, jitted or not: d/da Σ‖f(x)‖² = 2a Σ tanh²(r), and
+    d/da Σ f(x) = Σ tanh(r) Σᵢ x̂ᵢ (NumPy float64); the U(n) form alike."""
+    xn = np.random.default_rng(7).normal(size=(3, 4))
+    x = jnp.asarray(xn, jnp.float32)
+    r = np.linalg.norm(xn, axis=-1)
+    model = _ClosureScaledTanh(jnp.asarray(2.0))
+    loss = lambda m: jnp.sum(m(x) ** 2)
+    expect = 2 * 2.0 * np.sum(np.tanh(r) ** 2)
+    for grad in (eqx.filter_grad(loss), eqx.filter_jit(eqx.filter_grad(loss))):
+        np.testing.assert_allclose(float(grad(model).a), expect, rtol=1e-5)
+    expect = np.sum(np.tanh(r) * xn.sum(-1) / r)
+    grad = jax.jit(jax.grad(lambda a: F.isotropic(x, lambda r: a * jnp.tanh(r)).sum()))
+    np.testing.assert_allclose(float(grad(2.0)), expect, rtol=1e-5)
+    z = x.astype(jnp.complex64)
+    grad = jax.jit(jax.grad(lambda a: jnp.real(F.unitary_isotropic(
+        z, lambda s: a * jnp.tanh(jnp.sqrt(s)))).sum()))
+    np.testing.assert_allclose(float(grad(2.0)), expect, rtol=1e-5)
+    # a module refuses a static σ that closes over an array, as one that holds it
+    scale = jnp.asarray(2.0)
+    with pytest.raises(TypeError, match="`sigma` holds arrays"):
+        tnn.Isotropic(lambda r: scale * jnp.tanh(r))
+
+
+@pytest.mark.parametrize("scale", [1e-6, 1e-12, 1e-20, 1e-30, 1e-36])
+def test_sigma_holding_arrays_has_finite_input_gradients_at_small_rows(scale):
+    """The path for a σ holding arrays (differentiated by JAX) at rows of tiny norm in
+    float32: J ≈ σ'(0) I = 2I for σ = 2 tanh, so the gradient of Σf is 2·1 and the
+    forward-mode Jacobian is 2I (both were NaN below ‖x‖ ≈ 1e-12)."""
+    sigma = ft.partial(lambda r, a: a * jnp.tanh(r), a=jnp.asarray(2.0))
+    u = jnp.asarray([0.6, 0.8, 0.0, 0.0], jnp.float32) * scale
+    grad = jax.grad(lambda z: F.isotropic(z, sigma).sum())(u)
+    np.testing.assert_allclose(np.asarray(grad), 2.0, rtol=1e-5)
+    jac = jax.jacfwd(lambda z: F.isotropic(z, sigma))(u)
+    np.testing.assert_allclose(np.asarray(jac), 2 * np.eye(4), rtol=1e-5, atol=1e-6)
+
+
 def test_isotropic_vmap_equals_batch_and_dtypes():
     x = jnp.asarray(np.concatenate([X64, [1e25 * X64[0]]]), jnp.float32)
     module = tnn.IsotropicLeakyReLU(0.1, 1.0)

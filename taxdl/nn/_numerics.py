@@ -148,6 +148,25 @@ def inverse_or_zero(r: Array) -> Array:
     return jnp.where(positive, 1 / jnp.where(positive, r, 1), jnp.where(r != r, r, 0))
 
 
+@jax.custom_jvp
+def quotient_or_zero(r: Array, n: Array) -> Array:
+    """r/n where n > 0, else 0. Its tangent is (dr − (r/n) dn)/n: autodiff's
+    dr/n − r dn/n² overflows (n² is flushed to 0 for n ≲ 1e-19 in float32) and gives
+    ∞ − ∞ or 0·∞ (also where a `jnp.where` discards the quotient: its zero cotangent
+    times ∞ is NaN), so derivatives would be NaN for small n. The rule is written with
+    the function itself, so that it holds for higher derivatives too."""
+    pos = n > 0
+    return jnp.where(pos, r / jnp.where(pos, n, 1), 0)
+
+
+@quotient_or_zero.defjvp
+def _quotient_or_zero_jvp(primals, tangents):
+    (r, n), (dr, dn) = primals, tangents
+    q = quotient_or_zero(r, n)
+    pos = n > 0
+    return q, jnp.where(pos, (dr - q * dn) / jnp.where(pos, n, 1), 0)
+
+
 def sqrt_or_zero(s: Array) -> Array:
     """$\\sqrt s$ for $s > 0$, else 0, with a gradient that is finite everywhere for
     finite s (√'s infinite slope at 0 is never evaluated, so rules differentiated again

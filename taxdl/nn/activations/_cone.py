@@ -34,7 +34,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from .._numerics import (_power_of_two_scale, compute_dtype, inverse_or_zero, materialise,
-                         sqrt_or_zero)
+                         quotient_or_zero, sqrt_or_zero)
 
 WRITTEN_OUT_MAX = 32  # up to this many body components, sums are written out
 
@@ -315,26 +315,8 @@ def _slopes(rho, du, dw, nbu, unit: float):
     big = float(jnp.finfo(rho.dtype).max)
     r = jnp.where(jnp.isfinite(rho), rho, 0)
     # ‖b‖ u = 0 leaves κ at 0: then b/K = 0 too, and the term κ multiplies vanishes
-    kappa = _quotient_or_zero(r, nbu)
+    kappa = quotient_or_zero(r, nbu)
     return c, jnp.clip(kappa, -big, big)
-
-
-@jax.custom_jvp
-def _quotient_or_zero(r, n):
-    """r/n where n > 0, else 0. Its tangent is (dr − (r/n) dn)/n: autodiff's
-    dr/n − r dn/n² overflows (n² is flushed to 0 for n ≲ 1e-19 in float32) and gives
-    ∞ − ∞ or 0·∞, so the derivative rules differentiated again would be NaN for small
-    cones."""
-    pos = n > 0
-    return jnp.where(pos, r / jnp.where(pos, n, 1), 0)
-
-
-@_quotient_or_zero.defjvp
-def _quotient_or_zero_jvp(primals, tangents):
-    (r, n), (dr, dn) = primals, tangents
-    q = _quotient_or_zero(r, n)
-    pos = n > 0
-    return q, jnp.where(pos, (dr - q * dn) / jnp.where(pos, n, 1), 0)
 
 
 def _colu_residuals(x, spec, rescale: bool = False):

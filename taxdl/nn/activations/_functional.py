@@ -135,9 +135,11 @@ def isotropic(x: Float[Array, "*b n"], sigma: Callable) -> Float[Array, "*b n"]:
     `sigma` maps an array of norms $r \\ge 0$ to $σ(r)$ elementwise; it must satisfy
     $σ(0) = 0$ and be differentiable at 0 (the Jacobian at the origin is $σ'(0) I$).
     The kernel is compiled once per σ (compared as a dictionary key: the same function
-    or `functools.partial` object), shape and dtype; a σ that cannot be hashed (a module
-    holding arrays) is not compiled as a kernel: JAX differentiates through it, so that
-    arrays σ holds (trainable parameters of an Equinox module) receive their gradients.
+    or `functools.partial` object), shape and dtype. A σ that holds arrays (an Equinox
+    module with parameters, a `functools.partial` over arrays, or a closure over them
+    such as `lambda r: self.a * jnp.tanh(r)` in a module's `__call__`) is not compiled
+    as a kernel: JAX differentiates through it, so that those arrays (trainable
+    parameters) receive their gradients.
     """
     _check_callable(sigma, "sigma")
     return _radial_real(x, R.bound(R.callable_profile, sigma=sigma), "isotropic")

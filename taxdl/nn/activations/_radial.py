@@ -18,6 +18,7 @@ elementwise pass, and which is finite at the zero vector ($J = σ'(0) I$).
 
 import functools as ft
 import math
+import types
 from collections.abc import Callable
 
 import equinox as eqx
@@ -26,8 +27,8 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Inexact
 
-from .._numerics import (compute_dtype, infinite_signs, inverse_or_zero, scaled_norm,
-                         unit_and_norm)
+from .._numerics import (compute_dtype, infinite_signs, inverse_or_zero, quotient_or_zero,
+                         scaled_norm, unit_and_norm)
 
 Profile = Callable[[Array], tuple[Array, Array, Array]]
 
@@ -135,8 +136,9 @@ def radial(x: Inexact[Array, "*b n"], profile: Profile) -> Inexact[Array, "*b n"
     function, or one bound by `bound`): the kernel is compiled once per profile, shape and
     dtype, so that calls outside `jax.jit` cost one dispatch.
 
-    A profile holding arrays (a σ that is an Equinox module with parameters, or a
-    `functools.partial` over arrays) is differentiated by JAX itself instead, through
+    A profile holding arrays (a σ that is an Equinox module with parameters, a
+    `functools.partial` over arrays or a closure over them; see `holds_arrays`) is
+    differentiated by JAX itself instead, through
     $A(r)\\,x + B(r)\\,\\hat x$ with an overflow-free norm, so that σ's arrays receive
     their gradients (the written-out rule is for σ fixed).
     """
@@ -146,11 +148,42 @@ def radial(x: Inexact[Array, "*b n"], profile: Profile) -> Inexact[Array, "*b n"
 
 
 def holds_arrays(fn) -> bool:
-    """Whether `fn` (a function, `functools.partial` or pytree such as an Equinox module)
-    holds JAX or NumPy arrays."""
-    if isinstance(fn, ft.partial):
-        return any(holds_arrays(part) for part in (fn.func, *fn.args, *fn.keywords.values()))
-    return any(eqx.is_array(leaf) for leaf in jax.tree_util.tree_leaves(fn))
+    """Whether `fn` holds JAX or NumPy arrays (or tracers of them) anywhere it can reach
+    them at call time: as leaves of a pytree (an Equinox module), in a `functools.partial`'s
+    arguments, a function's closure cells and defaults, or a bound method's instance,
+    and in the functions those hold. A σ written as `lambda r: self.a * jnp.tanh(r)`
+    inside a module holds the module's parameter `a` in its closure: treated as fixed, it
+    would get no gradient."""
+    return _holds_arrays(fn, set())
+
+
+def _holds_arrays(obj, seen: set) -> bool:
+    if id(obj) in seen:
+        return False
+    seen.add(id(obj))
+    if isinstance(obj, ft.partial):
+        parts = (obj.func, *obj.args, *obj.keywords.values())
+    elif isinstance(obj, types.MethodType):
+        parts = (obj.__func__, obj.__self__)
+    elif isinstance(obj, types.FunctionType):
+        cells = []
+        for cell in obj.__closure__ or ():
+            try:
+                cells.append(cell.cell_contents)
+            except ValueError:  # a cell not yet filled
+                pass
+        parts = (*cells, *(obj.__defaults__ or ()), *(obj.__kwdefaults__ or {}).values())
+    else:
+        leaves = jax.tree_util.tree_leaves(obj)
+        if any(eqx.is_array(leaf) for leaf in leaves):
+            return True
+        # functions and containers of them reached through a pytree's leaves (a module's
+        # callable field, a tuple of functions in a closure)
+        parts = tuple(leaf for leaf in leaves if leaf is not obj and (
+            isinstance(leaf, (ft.partial, types.FunctionType, types.MethodType))))
+        if leaves == [obj] and callable(obj) and hasattr(obj, "__dict__"):
+            parts = tuple(vars(obj).values())  # a callable object that is not a pytree
+    return any(_holds_arrays(part, seen) for part in parts)
 
 
 def _work_dtype(x):
@@ -347,8 +380,10 @@ def callable_profile(r, sigma: Callable, of_square: bool = False):
     h = jnp.full_like(r, float(jnp.finfo(r.dtype).eps))
     d0 = radial(h) / h
     positive = r > 0
-    slope = jnp.where(overflows, s_in / _safe(inward, positive),
-                      jnp.where(positive, s / _safe(finite, positive), d0))
+    # (quotients whose derivatives stay finite for tiny r: this function is
+    # differentiated by JAX when σ holds arrays, and a discarded branch's ∞ would be NaN)
+    slope = jnp.where(overflows, quotient_or_zero(s_in, inward),
+                      jnp.where(positive, quotient_or_zero(s, finite), d0))
     linear = (r < 1) | (jnp.abs(slope) >= 2.0 ** -60)
     a = jnp.where(linear, slope, 0)
     b = jnp.where(linear, 0, s)
