@@ -53,6 +53,32 @@ def test_elementwise_match_numpy_float64():
         np.testing.assert_allclose(y, ref(x), rtol=2e-6, atol=1e-6, err_msg=name)
 
 
+@pytest.mark.parametrize("dtype", [jnp.float16, jnp.bfloat16], ids=["float16", "bfloat16"])
+def test_elementwise_half_precision_is_rounded_from_float32(dtype):
+    """Half-precision inputs are computed in float32 and rounded once: every elementwise
+    activation is within one unit in the last place of the float64 reference rounded to
+    the half dtype (two roundings), or within float32's own absolute accuracy 1e-6 where
+    float32 cancels (GELU's far negative tail), over [−14, 14] in steps. Computed in half
+    precision, sigmoid(−12) and silu(−12) were 0 in float16 (e¹² overflows: 6e-6 and
+    −7e-5 are representable) and GELU was five units off in bfloat16 at −3."""
+    grid = np.asarray(jnp.linspace(-14, 14, 2801).astype(dtype))
+    grid = np.unique(np.concatenate([grid, [-12.0, -3.0]]).astype(dtype))
+    x64 = grid.astype(np.float64)
+    refs = dict(ELEMENTWISE, gelu_tanh=(ft.partial(F.gelu, approximate=True), lambda x: 0.5 * x
+                * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3)))))
+    info = jnp.finfo(dtype)
+    for name, (f, ref) in refs.items():
+        y = np.asarray(f(jnp.asarray(grid)))
+        assert y.dtype == grid.dtype, name
+        want = ref(x64).astype(grid.dtype).astype(np.float64)
+        got = y.astype(np.float64)
+        # one unit in the last place at the reference's binade (the smallest normal's
+        # below it), or float32's absolute accuracy
+        ulp = np.maximum(2.0 ** np.floor(np.log2(np.maximum(np.abs(want), float(info.tiny))))
+                         * float(info.eps), 1e-6)
+        assert np.all(np.abs(got - want) <= ulp), (name, grid[np.abs(got - want) > ulp])
+
+
 def test_elementwise_modules_delegate_and_keep_dtype():
     x = jnp.asarray(X64[2], jnp.float32)
     pairs = [(tnn.ReLU(), F.relu), (tnn.LeakyReLU(0.2), ELEMENTWISE["leaky_relu"][0]),

@@ -5,6 +5,7 @@ dtype (half precisions are computed in float32) and validates its hyperparameter
 the argument and the valid range in the error.
 """
 
+import functools as ft
 import math
 from collections.abc import Callable
 
@@ -52,6 +53,17 @@ def _check_callable(sigma, name: str):
 
 
 # ============================================================================ elementwise
+def _in_compute_dtype(fn, x):
+    """`fn(x)` computed in x's compute dtype (float32 for bfloat16/float16) and returned
+    in x's dtype: in half precision a sigmoid of −12 is 0 (e¹² overflows float16) and a
+    GELU is off by several units in the last place, where float32 then rounding gives
+    the correctly rounded values."""
+    work = compute_dtype(x.dtype)
+    if work == x.dtype:
+        return fn(x)
+    return fn(x.astype(work)).astype(x.dtype)
+
+
 def relu(x: Float[Array, "*b n"]) -> Float[Array, "*b n"]:
     """$\\max(x, 0)$ elementwise."""
     require_floating(x, "relu")
@@ -62,14 +74,14 @@ def leaky_relu(x: Float[Array, "*b n"], negative_slope: float = 0.01) -> Float[A
     """$x$ for $x \\ge 0$, $a x$ otherwise, elementwise, with slope $a$ in [0, 1)."""
     require_floating(x, "leaky_relu")
     a = check_real(negative_slope, "negative_slope", low=0, high=1, high_open=True)
-    return jnp.where(x >= 0, x, x * jnp.asarray(a, x.dtype))
+    return _in_compute_dtype(lambda z: jnp.where(z >= 0, z, z * jnp.asarray(a, z.dtype)), x)
 
 
 def elu(x: Float[Array, "*b n"], alpha: float = 1.0) -> Float[Array, "*b n"]:
     """$x$ for $x > 0$, $α(e^x - 1)$ otherwise, elementwise, α > 0."""
     require_floating(x, "elu")
     a = check_real(alpha, "alpha", low=0, low_open=True)
-    return jax.nn.elu(x, jnp.asarray(a, x.dtype))
+    return _in_compute_dtype(lambda z: jax.nn.elu(z, jnp.asarray(a, z.dtype)), x)
 
 
 def gelu(x: Float[Array, "*b n"], approximate: bool = False) -> Float[Array, "*b n"]:
@@ -80,7 +92,11 @@ def gelu(x: Float[Array, "*b n"], approximate: bool = False) -> Float[Array, "*b
     float32 above ~7e12)."""
     require_floating(x, "gelu")
     if not check_bool(approximate, "approximate", who="gelu"):
-        return jax.nn.gelu(x, approximate=False)
+        return _in_compute_dtype(ft.partial(jax.nn.gelu, approximate=False), x)
+    return _in_compute_dtype(_tanh_gelu, x)
+
+
+def _tanh_gelu(x):
     xc = jnp.clip(x, -10, 10)
     u = math.sqrt(2 / math.pi) * (xc + 0.044715 * (xc * xc * xc))
     return 0.5 * x * (1 + jnp.tanh(u))
@@ -89,25 +105,25 @@ def gelu(x: Float[Array, "*b n"], approximate: bool = False) -> Float[Array, "*b
 def silu(x: Float[Array, "*b n"]) -> Float[Array, "*b n"]:
     """$x\\,\\mathrm{sigmoid}(x)$ elementwise."""
     require_floating(x, "silu")
-    return jax.nn.silu(x)
+    return _in_compute_dtype(jax.nn.silu, x)
 
 
 def softplus(x: Float[Array, "*b n"]) -> Float[Array, "*b n"]:
     """$\\log(1 + e^x)$ elementwise."""
     require_floating(x, "softplus")
-    return jax.nn.softplus(x)
+    return _in_compute_dtype(jax.nn.softplus, x)
 
 
 def sigmoid(x: Float[Array, "*b n"]) -> Float[Array, "*b n"]:
     """$1/(1 + e^{-x})$ elementwise."""
     require_floating(x, "sigmoid")
-    return jax.nn.sigmoid(x)
+    return _in_compute_dtype(jax.nn.sigmoid, x)
 
 
 def tanh(x: Float[Array, "*b n"]) -> Float[Array, "*b n"]:
     """Elementwise tanh, $f(x) = \\sum_i \\tanh(x \\cdot \\hat e_i)\\hat e_i$."""
     require_floating(x, "tanh")
-    return jnp.tanh(x)
+    return _in_compute_dtype(jnp.tanh, x)
 
 
 def hard_tanh(x: Float[Array, "*b n"]) -> Float[Array, "*b n"]:
@@ -119,7 +135,7 @@ def hard_tanh(x: Float[Array, "*b n"]) -> Float[Array, "*b n"]:
 def sin(x: Float[Array, "*b n"]) -> Float[Array, "*b n"]:
     """$\\sin x$ elementwise."""
     require_floating(x, "sin")
-    return jnp.sin(x)
+    return _in_compute_dtype(jnp.sin, x)
 
 
 # ============================================================================ isotropic
@@ -335,7 +351,7 @@ def colu(x: Float[Array, "..."], cone_dim: int | None = None, num_cones: int | N
     if g == 0 or s == 1:
         return x
     if s == 2:
-        return jax.nn.silu(x) if projection == "soft" else jax.nn.relu(x)
+        return _in_compute_dtype(jax.nn.silu, x) if projection == "soft" else jax.nn.relu(x)
     spec = ConeSpec(s, g, "shared" if shared_axis else layout, ax, projection, eps,
                     rectify_axis)
     return apply_cones(x, spec)
