@@ -32,6 +32,23 @@ def _prefix(who: str | None) -> str:
     return f"{who}: " if who else ""
 
 
+def _not_a_jax_value(value, message: str) -> None:
+    """A `TypeError` for a JAX array or tracer passed as a hyperparameter, saying what is
+    expected: hyperparameters are static Python or NumPy numbers (the checks and the
+    compiled kernels need the number itself), so a traced one cannot be jitted over or
+    differentiated, and a concrete one is passed as `float(value)`."""
+    import jax
+
+    if isinstance(value, jax.core.Tracer):
+        raise TypeError(message[:-1] + ": a traced JAX value, but hyperparameters are "
+                        "static Python or NumPy numbers (a learnable quantity belongs in a "
+                        "module's array fields, e.g. a σ holding arrays for the isotropic "
+                        "form).")
+    if isinstance(value, jax.Array):
+        raise TypeError(message[:-1] + ": a JAX array, but hyperparameters are static "
+                        "Python or NumPy numbers (pass float(value)).")
+
+
 def check_bool(value, name: str, *, who: str | None = None) -> bool:
     """`value` as a Python bool when it is a Python or NumPy bool; otherwise a `TypeError`
     that names the argument (a string such as "no" would otherwise count as True)."""
@@ -76,6 +93,7 @@ def check_real(value, name: str, *, who: str | None = None, low=None, high=None,
         rng = ""
     message = f"{_prefix(who)}`{name}` must be a finite number{rng}, got {value!r}."
     if not _is_number(value, REAL_TYPES):
+        _not_a_jax_value(value, message)
         raise TypeError(message)
     v = float(value)
     ok = math.isfinite(v)

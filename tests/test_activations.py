@@ -507,6 +507,25 @@ def test_bad_inputs_raise_clear_errors(library_checks_only):
         F.leaky_relu(jnp.ones(3), "0.1")
 
 
+def test_hyperparameters_given_as_jax_values_say_they_are_static(library_checks_only):
+    """A JAX array or a traced value passed as a hyperparameter is refused with a message
+    that says hyperparameters are static Python or NumPy numbers (it called the value
+    not a number); NumPy scalars are numbers."""
+    x = jnp.asarray(X64, jnp.float32)
+    with pytest.raises(TypeError, match=r"`lam` must be a finite number.*traced.*static"):
+        jax.grad(lambda lam: F.isotropic_sinusoid(x, lam).sum())(1.0)
+    with pytest.raises(TypeError, match=r"`negative_slope`.*traced.*static"):
+        jax.jit(F.leaky_relu)(x, 0.1)
+    with pytest.raises(TypeError, match=r"`negative_slope`.*a JAX array.*float\(value\)"):
+        F.leaky_relu(x, jnp.asarray(0.25))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # Equinox's own warning about a static array
+        with pytest.raises(TypeError, match=r"`r0`.*a JAX array.*static"):
+            tnn.IsotropicReLU(jnp.asarray(1.0))
+    np.testing.assert_array_equal(np.asarray(F.leaky_relu(x, np.float32(0.25))),
+                                  np.where(X64 >= 0, X64, 0.25 * X64).astype(np.float32))
+
+
 def test_isotropic_second_derivatives_at_the_origin_and_elsewhere():
     """Hessians of Σf: 0 at the origin for isotropic tanh and the sinusoid (f(x) =
     c x + O(‖x‖³) there) and finite for the other radial forms; at a generic point equal
