@@ -1151,3 +1151,19 @@ def test_product_names_say_how_the_factors_combine():
     names = {s.name for s in G.immediate_supergroups(
         G.Product(G.ScaleShift(positive=True), G.Permutation(), n=4))}
     assert "⟨ℝ×₊,+λ1, D_4⟩" in names and "ℝ×₊,+λ1 × D_4" not in names
+
+
+def test_plane_lattice_group_inclusions_agree_with_membership():
+    """On ℝ² the dihedral groups Ψ(D_k) and the coordinate groups (−I, ℤ₂², S₂, D₂, B₂)
+    contain one another as their matrices do: `is_subgroup` answers exactly when every
+    sampled element of the smaller group is a member of the larger one (finite groups,
+    128 draws cover them)."""
+    plane = [G.PointReflection(2), G.SignFlips(2), G.Permutation(2),
+             G.EvenSignedPermutation(2), G.SignedPermutation(2)]
+    dihedral = [G.Dihedral(k=k).on(2) for k in range(1, 9)]
+    for i, (a, b) in enumerate([(a, b) for a in plane + dihedral for b in dihedral]
+                               + [(a, b) for a in dihedral for b in plane]):
+        members = b.contains(a.sample(jax.random.key(i), 128), atol=1e-5)
+        assert G.is_subgroup(a, b) == bool(np.asarray(members).all()), (a.name, b.name)
+    assert G.is_subgroup(G.PointReflection(2), G.Dihedral(k=4).on(2))
+    assert not G.is_subgroup(G.PointReflection(2), G.Dihedral(k=3).on(2))

@@ -598,6 +598,8 @@ def _is_subgroup(a: AbstractGroup, b: AbstractGroup) -> bool:
     if isinstance(a, PointReflection) and isinstance(b, BlockScaleShift) and b.signs:
         return True   # −I: the sign −1 on every block (not an edge: ±I's supergroups
         # would then include groups with translations)
+    if _in_plane_lattice_group(a, b):
+        return True
     # Walk the single families above `a` (a product above it, such as ℝ×₊ × a, is
     # handled by the factor rules above; walking through it would recurse through
     # `simplify_product`).
@@ -612,6 +614,31 @@ def _is_subgroup(a: AbstractGroup, b: AbstractGroup) -> bool:
         if same_group(g, b):
             return True
         frontier.extend(immediate_supergroups(g))
+    return False
+
+
+# The finite groups of the plane that lie in a dihedral group Ψ(D_k) (the symmetries of
+# k unit vectors at angles 2πj/k, one on the first axis), by the k they need: −I and
+# the sign flips ℤ₂² = Ψ(D_2) need k even; the swap of the two coordinates (a reflection
+# about the diagonal), D₂ = {±I, ±swap} and B₂ = Ψ(D_4) need 4 | k.
+_NEEDS_K = ((PointReflection, 2), (SignFlips, 2), (Permutation, 4),
+            (EvenSignedPermutation, 4), (SignedPermutation, 4))
+
+
+def _in_plane_lattice_group(a: AbstractGroup, b: AbstractGroup) -> bool:
+    """Inclusions on ℝ² between the dihedral groups and the coordinate groups, which no
+    hierarchy edge holds (Ψ(D_k) ⊂ Ψ(D_m) for every multiple m of k would be infinitely
+    many edges): Ψ(D_k) ⊂ Ψ(D_m) iff k | m, the groups of `_NEEDS_K` in Ψ(D_k), and
+    Ψ(D_k) in ℤ₂² (k | 2) and in B₂ (k | 4)."""
+    if 2 not in (a.n, b.n):
+        return False
+    if isinstance(a, Dihedral) and isinstance(b, Dihedral):
+        return b.k % a.k == 0
+    if isinstance(b, Dihedral):
+        return any(type(a) is cls and b.k % k == 0 for cls, k in _NEEDS_K)
+    if isinstance(a, Dihedral):
+        return (isinstance(b, SignFlips) and 2 % a.k == 0) or (
+            isinstance(b, SignedPermutation) and 4 % a.k == 0)
     return False
 
 
