@@ -411,6 +411,10 @@ def quasi_isotropic(x: Float[Array, "*b n"], alpha: float = 4.0, beta: float = 0
     nearest integer, ties to even, φ(v) = βv with β ≠ 1). α > 0 is the isotropy-breaking
     parameter (α → ∞ restores isotropy). With `normalise`, Φ is rescaled to unit norm
     (the "trivially modified" exact form). $f(0) = 0$ (σ(0) = 0 required).
+
+    At the origin f is not differentiable for Ψ ≠ O(n): its directional derivative
+    $σ'(0)\\,\\|v\\|\\,Φ(\\hat v)$ is not linear in v. JAX's derivative there is 0 (as
+    relu's at 0), so a row that is exactly 0 passes no gradient back.
     """
     require_floating(x, "quasi_isotropic")
     alpha = check_real(alpha, "alpha", low=0, low_open=True)
@@ -529,7 +533,9 @@ def lattice_isotropic(x: Float[Array, "*b n"], directions: Float[Array | np.ndar
     """Lattice-direction quasi-isotropic form (isotropic paper eq 63):
     $f(x) = σ(\\|x\\|)\\,\\hat x / \\max_i(\\hat b_i\\cdot\\hat x)$ over the unit vectors
     `directions` (rows; they must positively span ℝⁿ, e.g. `lattice_directions`).
-    Its symmetry is the finite group Ψ of the lattice. $f(0) = 0$.
+    Its symmetry is the finite group Ψ of the lattice. $f(0) = 0$; f is not
+    differentiable there (its directional derivative $σ'(0)\\,v/\\max_i(\\hat b_i\\cdot
+    \\hat v)$ is not linear in v), and JAX's derivative there is 0, as relu's at 0.
 
     Concrete `directions` are checked: finite unit vectors that positively span ℝⁿ (else
     some x has no positive $\\hat b_i \\cdot \\hat x$ and eq 63 is undefined there; the
@@ -552,7 +558,8 @@ def trainable_direction(x: Float[Array, "*b n"], directions: Float[Array | np.nd
     $f(x) = σ(\\|x\\|)\\,\\hat x / \\max(\\max_i \\hat Z_{ij}\\hat x_j,\\; δ)$ where $\\hat Z$ is
     `directions` with rows normalised to unit length. The floor δ = `floor` > 0 (a
     departure from eq 64) keeps the value finite where no direction lies within 90° of
-    $\\hat x$, which random directions do not exclude.
+    $\\hat x$, which random directions do not exclude. At the origin the derivative is
+    0, as for `lattice_isotropic`.
     """
     require_floating(x, "trainable_direction")
     directions = jnp.asarray(directions)
