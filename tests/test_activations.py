@@ -635,6 +635,11 @@ def test_user_sigma_growing_linearly_is_right_where_the_norm_overflows():
             np.testing.assert_array_equal(F.isotropic(v, fast), jnp.where(v == 0, 0, jnp.inf))
     np.testing.assert_array_equal(F.isotropic(jnp.asarray([100.0, 0.0, -3.0]), jnp.exp),
                                   [np.inf, 0.0, -np.inf])   # e¹⁰⁰ overflows float32
+    # a tiny nonzero component of such a row is ±∞ as well, not 0·∞ = NaN (scaled by the
+    # norm's power of two it underflows to 0)
+    for fast in (jnp.exp, lambda r: r * r):
+        np.testing.assert_array_equal(F.isotropic(jnp.asarray([3e19, -1e-30, 0.0]), fast),
+                                      [np.inf, -np.inf, 0.0])
     # a σ holding arrays is differentiated by JAX itself (another path): the same value
     exp_of_scaled = ft.partial(lambda c, r: jnp.exp(c * r), jnp.asarray(1.0))
     np.testing.assert_array_equal(F.isotropic(jnp.asarray([100.0, 0.0, -3.0]), exp_of_scaled),

@@ -58,7 +58,14 @@ def _value(x, p, q, u, profile: Profile, exceptional: bool = True):
     4–8% of the forward."""
     y = (x * p[..., None].astype(x.dtype)) * q[..., None].astype(x.dtype)
     if getattr(profile, "func", None) is callable_profile:   # only a user σ overflows
-        y = _zeros_stay_zero(y, x, jnp.isinf(q))
+        over = jnp.isinf(q)
+        y = _zeros_stay_zero(y, x, over)
+        if not jnp.iscomplexobj(x):
+            # a component p xᵢ that underflows to 0 (xᵢ ≠ 0) would give 0·∞ = NaN: its
+            # value σ(r) xᵢ/r is beyond what σ(r) = ±∞ lets us form, and is ±∞ like the
+            # row's other nonzero components
+            y = jnp.where(over[..., None] & (x != 0), jnp.sign(x) * q[..., None].astype(
+                x.dtype), y)
     if not exceptional:
         return y
     with jax.ensure_compile_time_eval():  # σ's limit, a constant unless σ holds tracers
