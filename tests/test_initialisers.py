@@ -305,12 +305,156 @@ def test_truncated_normal_in_one_tail():
 def test_haar_draws_outside_jit_are_compiled_once(jax_events):
     """Building a model outside `jax.jit` draws its orthogonal weights eagerly: a second
     draw of the same shape traces and compiles nothing (the Cholesky-QR with its
-    `lax.cond` fallback was traced again at every draw, ~0.14 s for 512 × 512)."""
+    `lax.cond` fallback was traced again at every draw, ~0.14 s for 512 × 512), even with
+    another gain (an argument of the compiled draw, not a constant of it)."""
     shape = (300, 260)   # wide enough for the Cholesky-QR path
     first = tf.haar_orthogonal(jax.random.key(0), shape, gain=2.0)
     with jax_events() as recorded:
-        again = tf.haar_orthogonal(jax.random.key(1), shape, gain=2.0)
+        again = tf.haar_orthogonal(jax.random.key(1), shape, gain=3.0)
     assert not any("trace" in e or "compile" in e for e in recorded), recorded
-    w = np.asarray(again, np.float64) / 2
+    w = np.asarray(again, np.float64) / 3
     np.testing.assert_allclose(w.T @ w, np.eye(260), atol=1e-4)
     assert not np.allclose(np.asarray(first), np.asarray(again))
+
+
+def _positive_qr_np(z):
+    """NumPy's Householder Q with the signs of diag R made positive (Mezzadri's Haar
+    construction), in float64."""
+    q, r = np.linalg.qr(np.asarray(z, np.float64))
+    return q * np.sign(np.diagonal(r))
+
+
+def _reference_draw(name, key, shape, g):
+    """Independent float64 references of the functional initialisers at scale `g`, from
+    the same JAX random draws: the formula of each docstring, written out."""
+    m, n = shape
+    z = np.asarray(jax.random.normal(key, shape, jnp.float32), np.float64)
+    u = lambda a: np.asarray(jax.random.uniform(key, shape, jnp.float32, -a, a), np.float64)
+    if name == "haar_orthogonal":
+        return g * _positive_qr_np(z)
+    if name == "isotropic_normal":
+        return g / math.sqrt(n) * z
+    if name == "sphere_uniform":
+        return g * z / np.linalg.norm(z, axis=-1, keepdims=True)
+    if name == "glorot_uniform":
+        return u(g * math.sqrt(6 / (m + n)))
+    if name == "he_uniform":
+        return u(g * math.sqrt(3 / n))
+    if name == "uniform":
+        return u(g)
+    if name == "truncated_normal":
+        t = np.asarray(jax.random.truncated_normal(key, -2.0, 2.0, shape, jnp.float32))
+        return g / scipy.stats.truncnorm(-2, 2).std() * t
+    raise AssertionError(name)
+
+
+_SCALES = [("haar_orthogonal", "gain"), ("qr_orthogonal", "gain"),
+           ("isotropic_normal", "gain"), ("sphere_uniform", "radius"),
+           ("glorot_uniform", "gain"), ("he_uniform", "gain"), ("uniform", "limit"),
+           ("truncated_normal", "stddev")]
+
+
+@pytest.mark.parametrize("name,arg", _SCALES)
+@pytest.mark.parametrize("how", ["float", "concrete", "traced", "traced-x64"])
+def test_functional_scales_may_be_concrete_or_traced_jax_scalars(name, arg, how):
+    """Every functional initialiser takes its gain (radius, limit, stddev) as a number, a
+    concrete JAX scalar or a traced one (under `jax.jit`), and draws the weights of the
+    formula with that scale; a float64 traced gain under x64 gives float32 weights."""
+    from taxdl.nn.initialisers import _functional as F
+
+    key, shape, g = jax.random.key(3), (4, 3), 2.5
+    f = getattr(F, name)
+    with jax.enable_x64(how == "traced-x64"):
+        if how == "float":
+            w = f(key, shape, jnp.float32, **{arg: g})
+        elif how == "concrete":
+            w = f(key, shape, jnp.float32, **{arg: jnp.asarray(g)})
+        else:
+            w = jax.jit(lambda s: f(key, shape, jnp.float32, **{arg: s}))(jnp.asarray(g))
+        assert w.dtype == jnp.float32 and w.shape == shape
+        w = np.asarray(w, np.float64)
+    if name == "qr_orthogonal":   # Householder's signs: check the law's support instead
+        np.testing.assert_allclose(w.T @ w, g * g * np.eye(3), atol=1e-5)
+    else:
+        np.testing.assert_allclose(w, _reference_draw(name, key, shape, g), rtol=2e-5,
+                                   atol=2e-6)
+
+
+def test_haar_gain_is_differentiable():
+    """A traced gain is applied outside the compiled draw, so gradients reach it:
+    d/dg Σ W = Σ W / g (W is linear in g)."""
+    key = jax.random.key(4)
+    grad = jax.grad(lambda g: jnp.sum(tf.haar_orthogonal(key, (4, 3), gain=g)))(2.0)
+    z = np.asarray(jax.random.normal(key, (4, 3), jnp.float32), np.float64)
+    assert float(grad) == pytest.approx(_positive_qr_np(z).sum(), rel=1e-5)
+
+
+@pytest.mark.parametrize("name,arg", _SCALES)
+@pytest.mark.parametrize("value,err,match", [
+    (jnp.asarray(-2.0), ValueError, "finite number > 0"),
+    (jnp.asarray(float("nan")), ValueError, "finite number > 0"),
+    (jnp.asarray(0), ValueError, "finite number > 0"),
+    (jnp.ones(2), TypeError, "real scalar"),
+    (jnp.asarray(True), TypeError, "real scalar"),
+    (np.asarray(7e38), ValueError, "beyond the largest"),
+])
+def test_concrete_jax_scales_are_validated_by_name(name, arg, value, err, match,
+                                                   library_checks_only):
+    """A concrete array scale is checked like a number (positive, finite, fits the
+    dtype), the error naming the function and the argument; a traced one cannot be."""
+    from taxdl.nn.initialisers import _functional as F
+
+    with pytest.raises(err, match=f"^{name}: `{arg}`.*{match}"):
+        getattr(F, name)(jax.random.key(0), (3, 3), jnp.float32, **{arg: value})
+
+
+@pytest.mark.parametrize("name", ["haar_orthogonal", "qr_orthogonal", "isotropic_normal",
+                                  "sphere_uniform", "uniform", "glorot_uniform",
+                                  "he_uniform", "truncated_normal", "zeros"])
+def test_shapes_may_hold_numpy_integers(name, library_checks_only):
+    """Shapes read from a NumPy array (NumPy integers) are shapes of Python ints; bools,
+    floats and non-positive sizes are still refused by name."""
+    from taxdl.nn.initialisers import _functional as F
+
+    f, key = getattr(F, name), jax.random.key(5)
+    w = f(key, (np.int64(4), np.int32(3)))
+    assert w.shape == (4, 3) and all(type(d) is int for d in w.shape)
+    if name not in ("qr_orthogonal", "zeros"):
+        np.testing.assert_allclose(np.asarray(w, np.float64),
+                                   _reference_draw(name, key, (4, 3), math.sqrt(2) if
+                                                   name == "he_uniform" else 1.0),
+                                   rtol=2e-5, atol=2e-6)
+    if name not in ("haar_orthogonal", "qr_orthogonal"):
+        assert f(key, np.int64(5)).shape == (5,)
+    for bad in ((np.bool_(True), 3), (True, 3), (3.0, 3), (np.float32(3), 3),
+                (np.int64(0), 3), (3, np.int8(-1))):
+        with pytest.raises(ValueError, match=f"^{name}: `shape`"):
+            f(key, bad)
+
+
+def test_traced_truncation_bounds_are_refused_by_name(library_checks_only):
+    """The bounds choose the sampling method on the host: a concrete JAX scalar is used as
+    a number, a traced one is refused with a message naming it."""
+    key = jax.random.key(6)
+    w = np.asarray(tf.truncated_normal(key, (5000,), jnp.float32, 1.0, jnp.asarray(-1.0),
+                                       jnp.asarray(1.5)), np.float64)
+    scale = 1 / scipy.stats.truncnorm(-1.0, 1.5).std()
+    assert -scale * (1 + 1e-5) <= w.min() < 0 < w.max() <= 1.5 * scale * (1 + 1e-5)
+    assert abs(w.std() - 1.0) < 0.03
+    with pytest.raises(TypeError, match="^truncated_normal: `lower` must be a concrete"):
+        jax.jit(lambda a: tf.truncated_normal(key, (3,), lower=a))(-1.0)
+
+
+def test_module_scales_are_static_numbers(library_checks_only):
+    """A module's scale is a static hyperparameter: a concrete JAX scalar becomes a Python
+    float (as a NumPy one does); a traced one is refused with a message saying so and
+    pointing to the functional form."""
+    m = tnn.HaarOrthogonal(gain=jnp.asarray(2.0))
+    assert type(m.gain) is float and m.gain == 2.0
+    assert type(tnn.SphereUniform(radius=np.float32(2.0)).radius) is float
+    w = np.asarray(m(jax.random.key(7), (3, 3)), np.float64)
+    np.testing.assert_allclose(w.T @ w, 4 * np.eye(3), atol=1e-5)
+    with pytest.raises(ValueError, match="`gain`"):
+        tnn.HaarOrthogonal(gain=jnp.asarray(-1.0))
+    with pytest.raises(TypeError, match="HaarOrthogonal: `gain` is a static hyperparameter"):
+        jax.jit(lambda g: tnn.HaarOrthogonal(gain=g)(jax.random.key(0), (3, 3)))(2.0)

@@ -1025,3 +1025,76 @@ def test_layer_norm_derivatives_near_the_smallest_normal_number():
                 scale = np.abs(want[fits]).max()
                 np.testing.assert_allclose(got[fits] / scale, want[fits] / scale, atol=2e-6)
                 assert np.all(np.abs(got[~fits]) > 1e37)
+
+
+def test_magnitude_normalise_refuses_a_negative_concrete_statistic(library_checks_only):
+    """A magnitude statistic is ≥ 0: a concrete negative one is refused by name instead
+    of silently giving β. Traced (under jit) it cannot be checked without a host sync, so
+    the jitted function still runs, and a valid statistic gives γx/(s + ε) + β."""
+    x = jnp.asarray([3.0, -1.0, 2.0])
+    with pytest.raises(ValueError, match="^magnitude_normalise: `scale` must be >= 0"):
+        tf.magnitude_normalise(x, jnp.asarray(-1.0), 1.0, 0.0)
+    with pytest.raises(ValueError, match="^magnitude_normalise: `scale`"):
+        tf.magnitude_normalise(x, -0.5, 1.0, 0.0)
+    f = jax.jit(lambda s: tf.magnitude_normalise(x, s, 2.0, 0.5, 0.25))
+    np.testing.assert_allclose(f(jnp.asarray(4.0)), 2.0 * np.asarray(x) / 4.25 + 0.5,
+                               rtol=1e-6)
+    assert np.all(np.isfinite(np.asarray(f(jnp.asarray(-1.0)))))
+
+
+_X34 = jnp.asarray(rng(40).normal(size=(3, 4)), jnp.float32)
+_BAD_PARAMETERS = [
+    ("layer_norm", "gamma", lambda: tf.layer_norm(_X34, jnp.ones(3), 0.0)),
+    ("layer_norm", "beta", lambda: tf.layer_norm(_X34, 1.0, jnp.zeros((2, 4)))),
+    ("rms_norm", "gamma", lambda: tf.rms_norm(_X34, jnp.ones(5))),
+    ("group_norm", "gamma", lambda: tf.group_norm(_X34, jnp.ones(3), 0.0, 2)),
+    ("group_norm", "beta", lambda: tf.group_norm(_X34, 1.0, jnp.zeros(2), 2)),
+    ("instance_norm", "beta", lambda: tf.instance_norm(_X34, 1.0, jnp.zeros(3))),
+    ("batch_norm", "gamma", lambda: tf.batch_norm(_X34, jnp.ones(3), 0.0)),
+    ("chi_norm", "beta", lambda: tf.chi_norm(_X34, 1.0, jnp.zeros(3))),
+    ("chi_apply", "gamma", lambda: tf.chi_apply(_X34, jnp.zeros(4), jnp.ones(()),
+                                                jnp.ones(3), 0.0)),
+    ("chi_apply", "mean", lambda: tf.chi_apply(_X34, jnp.zeros(3), jnp.ones(()), 1.0, 0.0)),
+    ("magnitude_normalise", "beta",
+     lambda: tf.magnitude_normalise(_X34, jnp.ones(()), 1.0, jnp.zeros(5))),
+    ("simple_isotropic_layer_norm", "beta",
+     lambda: tf.simple_isotropic_layer_norm(jnp.ones(4), 1.0, jnp.ones(3))),
+    ("simple_isotropic_layer_norm", "gamma",
+     lambda: tf.simple_isotropic_layer_norm(jnp.ones(4), jnp.ones(4), jnp.zeros(4))),
+    ("isotropic_layer_norm", "w_in",
+     lambda: tf.isotropic_layer_norm(_X34, jnp.ones((2, 3)), jnp.ones((4, 2)), jnp.zeros(4))),
+    ("isotropic_layer_norm", "w_out",
+     lambda: tf.isotropic_layer_norm(_X34, jnp.ones((2, 4)), jnp.ones((4, 3)), jnp.zeros(4))),
+    ("isotropic_layer_norm", "b_out",
+     lambda: tf.isotropic_layer_norm(_X34, jnp.ones((2, 4)), jnp.ones((4, 2)), jnp.zeros(2))),
+]
+
+
+@pytest.mark.parametrize("who,name,call", _BAD_PARAMETERS,
+                         ids=[f"{w}-{n}" for w, n, _ in _BAD_PARAMETERS])
+def test_functional_normalisers_name_parameters_of_the_wrong_shape(who, name, call,
+                                                                   library_checks_only):
+    """γ, β (and the statistics and weights) of a shape that does not fit x are refused
+    by name, with the expected and the given shape, instead of a broadcasting error deep
+    inside; the check is on static shapes, so it also fires under jit."""
+    with pytest.raises(ValueError, match=rf"^{who}: `{name}` must .*got shape"):
+        call()
+    with pytest.raises(ValueError, match=rf"^{who}: `{name}`"):
+        jax.jit(call)()
+
+
+def test_functional_normalisers_take_parameters_that_fit(library_checks_only):
+    """Scalars, per-feature vectors and arrays of x's own shape are accepted, and give the
+    formula's value (NumPy float64 references)."""
+    x = np.asarray(_X34, np.float64)
+    g, b = np.linspace(0.5, 2.0, 4), np.linspace(-1.0, 1.0, 4)
+    bb = rng(41).normal(size=(3, 4))
+    for gamma, beta in ((2.0, 0.5), (g, b), (g, bb)):
+        np.testing.assert_allclose(
+            tf.layer_norm(_X34, jnp.asarray(gamma, jnp.float32), jnp.asarray(beta, jnp.float32)),
+            np_layer_norm(x, gamma, beta), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(
+        tf.simple_isotropic_layer_norm(_X34, jnp.asarray(2.0), jnp.asarray(bb, jnp.float32)),
+        2.0 * np_unit(x) + bb, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(tf.chi_norm(_X34, 1.5, jnp.asarray(b, jnp.float32)),
+                               np_chi(x, 1.5, b, 0.0), rtol=1e-5, atol=1e-5)

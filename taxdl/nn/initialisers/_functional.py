@@ -3,7 +3,15 @@
 Every function has the `jax.nn.initializers` signature `f(key, shape, dtype)` once its
 hyperparameters are bound. Matrix shapes follow Equinox's `(out, in)` layout: the last
 axis is fan-in, the second-to-last fan-out, and any leading axes index independent
-matrices. A 1-D shape `(n,)` has fan-in = fan-out = n.
+matrices. A 1-D shape `(n,)` has fan-in = fan-out = n. Sizes are Python or NumPy integers.
+
+A scale (`gain`, `radius`, `limit`, `stddev`) is a Python or NumPy number or a JAX scalar,
+concrete or traced (under `jax.jit`, `jax.vmap` or `jax.grad`). It is never a
+compile-time constant: it multiplies the draw as an array (in `haar_orthogonal`, as an
+argument of the compiled draw), so a traced scale is differentiable and a new value
+compiles nothing. A concrete one is checked (finite, > 0, and small enough for
+the weights to fit the dtype), the error naming it; a traced one cannot be checked
+without a host sync and is used as given.
 """
 
 import functools as ft
@@ -12,23 +20,33 @@ import math
 import jax
 import jax.numpy as jnp
 import jax.scipy.special
-from jaxtyping import Array, PRNGKeyArray
+import numpy as np
+from jaxtyping import Array, PRNGKeyArray, Real
 
-from ..._types import check_float_dtype, check_real
+from ..._types import INT_TYPES, RealLike, check_float_dtype, check_real
+
+Scale = RealLike | Real[Array, ""]
+"""A scale hyperparameter: a Python or NumPy number, or a (concrete or traced) JAX
+scalar."""
+
+
+def _is_size(d) -> bool:
+    return isinstance(d, INT_TYPES) and not isinstance(d, (bool, np.bool_)) and d >= 1
 
 
 def _check_shape(shape, who: str, min_ndim: int = 1) -> tuple[int, ...]:
-    if isinstance(shape, int):
+    """`shape` as a tuple of Python ints: an integer or a sequence of Python or NumPy
+    integers ≥ 1 (not bools or floats), of at least `min_ndim` axes."""
+    if isinstance(shape, INT_TYPES) and not isinstance(shape, (bool, np.bool_)):
         shape = (shape,)
     try:
         shape = tuple(shape)
     except TypeError:
         raise TypeError(f"{who}: `shape` must be a tuple of integers, got {shape!r}.") from None
-    if len(shape) < min_ndim or any(isinstance(d, bool) or not isinstance(d, int) or d < 1
-                                    for d in shape):
+    if len(shape) < min_ndim or not all(_is_size(d) for d in shape):
         need = "a matrix shape (..., out, in)" if min_ndim == 2 else "a shape"
         raise ValueError(f"{who}: `shape` must be {need} of positive integers, got {shape!r}.")
-    return shape
+    return tuple(int(d) for d in shape)
 
 
 def _check_dtype(dtype, who: str):
@@ -36,10 +54,28 @@ def _check_dtype(dtype, who: str):
     return check_float_dtype(jnp.float32 if dtype is None else dtype, who)
 
 
+def _concrete(value, name: str, who: str, kind: str):
+    """`value` as a Python number when it is a concrete JAX or NumPy real scalar, the
+    tracer itself when traced, anything else unchanged (for `check_real` to refuse);
+    a non-scalar or non-real array is refused by name."""
+    if not isinstance(value, (jax.Array, np.ndarray)):
+        return value
+    dtype = jnp.dtype(value.dtype)
+    real = jnp.issubdtype(dtype, jnp.floating) or jnp.issubdtype(dtype, jnp.integer)
+    if value.ndim != 0 or not real:
+        raise TypeError(f"{who}: `{name}` must be {kind} given as a number or a real scalar "
+                        f"array, got an array of shape {value.shape} and dtype {dtype}.")
+    if isinstance(value, jax.core.Tracer):
+        return value
+    return value.item()
+
+
 def _positive(value, name: str, who: str):
-    """A scale hyperparameter (gain, radius, limit, stddev): a finite number > 0, named in
-    the error; a JAX array (e.g. traced) is used as given."""
-    if isinstance(value, jax.Array):
+    """A scale hyperparameter (gain, radius, limit, stddev): a finite number > 0 (a
+    Python or NumPy number, or a concrete JAX scalar) as a Python float, the error naming
+    it; a traced JAX scalar is returned as given (checking it would need a host sync)."""
+    value = _concrete(value, name, who, "a finite number > 0")
+    if isinstance(value, jax.core.Tracer):
         return value
     return check_real(value, name, who=who, low=0, low_open=True)
 
@@ -48,8 +84,8 @@ def _fits(scale, bound: float, dtype, who: str, name: str, value) -> None:
     """Raise a clear error when weights of scale `scale` (|w| up to `bound`·scale: 1 for
     orthogonal, spherical and uniform draws, the tail of a Gaussian otherwise) would
     overflow `dtype`, instead of returning infinite weights. `value` is the argument
-    `name` as the user passed it; a JAX-array scale (traced) is not checked."""
-    if isinstance(scale, jax.Array):
+    `name` as checked by `_positive`; a traced scale is not checked."""
+    if isinstance(scale, jax.core.Tracer):
         return
     largest = float(jnp.finfo(dtype).max)
     if not scale * bound <= largest:
@@ -66,6 +102,13 @@ def _work(dtype):
     """Sampling dtype: at least float32 (bf16/f16 weights are drawn in float32 and cast)."""
     dtype = jnp.dtype(dtype)
     return dtype if dtype.itemsize >= 4 else jnp.dtype(jnp.float32)
+
+
+def _scaled(scale, w: Array, dtype) -> Array:
+    """`scale · w` in `dtype`, the scale (a number or a traced JAX scalar of any real
+    dtype) taken in the draw's dtype first, so that a float64 traced gain does not
+    promote float32 weights."""
+    return (jnp.asarray(scale, w.dtype) * w).astype(dtype)
 
 
 def fans(shape: tuple[int, ...]) -> tuple[int, int]:
@@ -143,7 +186,7 @@ def _(axis_size, in_batched, z):
     return _cholesky_qr_or_householder(z), True
 
 
-def haar_orthogonal(key: PRNGKeyArray, shape, dtype=None, gain: float = 1.0) -> Array:
+def haar_orthogonal(key: PRNGKeyArray, shape, dtype=None, gain: Scale = 1.0) -> Array:
     """Haar (semi-)orthogonal weights $W = g\\,UΛV$ (isotropic paper App. A.2): $U$, $V$
     Haar on O(m), O(n) and $Λ$ the $m×n$ padded identity, for shape `(..., m, n)`.
 
@@ -151,7 +194,9 @@ def haar_orthogonal(key: PRNGKeyArray, shape, dtype=None, gain: float = 1.0) -> 
     Gaussian matrix (Mezzadri 2007), which has exactly this law: $UΛV$ is Haar on the
     Stiefel manifold and $V$ (or $U$) is absorbed by its right (left) invariance. The
     factor is computed with Cholesky-QR (BLAS-3, no Python loop; Householder QR as a
-    fallback): $O(mn\\min(m,n))$.
+    fallback): $O(mn\\min(m,n))$. The factor is compiled once per shape and dtype; `gain`
+    (a number or a concrete or traced JAX scalar) is an argument of that program, not a
+    constant of it.
 
     **Symmetry:** $P(AWB) = P(W)$ for all $A ∈ O(m)$, $B ∈ O(n)$ (eq 48).
     """
@@ -162,20 +207,21 @@ def haar_orthogonal(key: PRNGKeyArray, shape, dtype=None, gain: float = 1.0) -> 
     return _haar_orthogonal(key, shape, dtype, gain)
 
 
-@ft.partial(jax.jit, static_argnums=(1, 2, 3))
+@ft.partial(jax.jit, static_argnums=(1, 2))
 def _haar_orthogonal(key, shape, dtype, gain):
-    # compiled once per shape, dtype and gain: called outside `jax.jit` (building a model),
-    # the Cholesky-QR and its `lax.cond` fallback are traced once, not at every draw
+    # compiled once per shape and dtype (the gain is traced, so any value or a tracer
+    # reuses the program): called outside `jax.jit` (building a model), the Cholesky-QR
+    # and its `lax.cond` fallback are traced once, not at every draw
     *batch, m, n = shape
     tall = m >= n
     rows, cols = (m, n) if tall else (n, m)
     q = _positive_qr(jax.random.normal(key, (*batch, rows, cols), _work(dtype)))
     if not tall:
         q = jnp.swapaxes(q, -1, -2)
-    return (gain * q).astype(dtype)
+    return _scaled(gain, q, dtype)
 
 
-def qr_orthogonal(key: PRNGKeyArray, shape, dtype=None, gain: float = 1.0) -> Array:
+def qr_orthogonal(key: PRNGKeyArray, shape, dtype=None, gain: Scale = 1.0) -> Array:
     """The naive orthogonal initialiser: the Q factor of the QR decomposition of a
     Gaussian matrix *without* the sign correction of diag(R).
 
@@ -197,19 +243,25 @@ def qr_orthogonal(key: PRNGKeyArray, shape, dtype=None, gain: float = 1.0) -> Ar
     q, _ = jnp.linalg.qr(jax.random.normal(key, (*batch, rows, cols), _work(dtype)))
     if not tall:
         q = jnp.swapaxes(q, -1, -2)
-    return (gain * q).astype(dtype)
+    return _scaled(gain, q, dtype)
 
 
 _MODES = ("fan_in", "fan_out", "fan_avg")
 
 
-def variance_scale(shape, mode: str, gain: float = 1.0) -> float:
-    """$g^2/\\text{fan}$ for `mode` in `"fan_in"`, `"fan_out"`, `"fan_avg"` (Glorot).
+def _check_mode(mode, who: str) -> str:
+    if mode not in _MODES:
+        raise ValueError(f"{who}: `mode` must be one of {_MODES}, got {mode!r}.")
+    return mode
+
+
+def variance_scale(shape, mode: str, gain: Scale = 1.0):
+    """$g^2/\\text{fan}$ for `mode` in `"fan_in"`, `"fan_out"`, `"fan_avg"` (Glorot): a
+    Python float, or a JAX scalar for a traced `gain`.
 
     **Symmetry:** not applicable (a helper).
     """
-    if mode not in _MODES:
-        raise ValueError(f"`mode` must be one of {_MODES}, got {mode!r}.")
+    _check_mode(mode, "variance_scale")
     gain = _positive(gain, "gain", "variance_scale")
     fan_in, fan_out = fans(shape)
     fan = {"fan_in": fan_in, "fan_out": fan_out, "fan_avg": (fan_in + fan_out) / 2}[mode]
@@ -217,7 +269,7 @@ def variance_scale(shape, mode: str, gain: float = 1.0) -> float:
 
 
 def isotropic_normal(key: PRNGKeyArray, shape, dtype=None, mode: str = "fan_in",
-                     gain: float = 1.0) -> Array:
+                     gain: Scale = 1.0) -> Array:
     """Isotropic Gaussian weights $W_{ij} \\sim \\mathcal N(0, g^2/\\text{fan})$ iid
     (isotropic paper App. A.2), with the variance rule of `mode`:
 
@@ -233,12 +285,14 @@ def isotropic_normal(key: PRNGKeyArray, shape, dtype=None, mode: str = "fan_in",
     """
     shape = _check_shape(shape, "isotropic_normal")
     dtype = _check_dtype(dtype, "isotropic_normal")
-    std = math.sqrt(variance_scale(shape, mode, gain))
+    _check_mode(mode, "isotropic_normal")
+    gain = _positive(gain, "gain", "isotropic_normal")
+    std = gain * math.sqrt(variance_scale(shape, mode))   # g/√fan: no g² to overflow
     _fits(std, GAUSSIAN_TAIL, dtype, "isotropic_normal", "gain", gain)
-    return (std * jax.random.normal(key, shape, _work(dtype))).astype(dtype)
+    return _scaled(std, jax.random.normal(key, shape, _work(dtype)), dtype)
 
 
-def sphere_uniform(key: PRNGKeyArray, shape, dtype=None, radius: float = 1.0) -> Array:
+def sphere_uniform(key: PRNGKeyArray, shape, dtype=None, radius: Scale = 1.0) -> Array:
     """Unit directions: every vector along the last axis uniform on the sphere of radius
     `radius` (von Mises–Fisher with κ = 0), drawn as normalised Gaussian vectors.
 
@@ -256,54 +310,77 @@ def sphere_uniform(key: PRNGKeyArray, shape, dtype=None, radius: float = 1.0) ->
     # A Gaussian vector is zero with probability 0; guard the draw anyway.
     u = jnp.where(jnp.any(u != 0, axis=-1, keepdims=True), u,
                   jnp.zeros_like(u).at[..., 0].set(1))
-    return (radius * u).astype(dtype)
+    return _scaled(radius, u, dtype)
 
 
-def uniform(key: PRNGKeyArray, shape, dtype=None, limit: float = 1.0) -> Array:
+def uniform(key: PRNGKeyArray, shape, dtype=None, limit: Scale = 1.0) -> Array:
     """iid uniform weights on $[-a, a]$.
 
     **Symmetry:** iid uniform entries: the law is invariant under signed permutations only.
     """
-    shape = _check_shape(shape, "uniform")
-    dtype = _check_dtype(dtype, "uniform")
-    limit = _positive(limit, "limit", "uniform")
-    _fits(limit, 1.0, dtype, "uniform", "limit", limit)
+    return _uniform(key, shape, dtype, limit, "limit", 1.0, "uniform")
+
+
+def _uniform(key, shape, dtype, scale, name: str, factor: float, who: str) -> Array:
+    """iid uniform weights on $[-a, a]$, $a$ = `factor` · `scale`, the scale checked as
+    the argument `name` of `who`."""
+    shape = _check_shape(shape, who)
+    dtype = _check_dtype(dtype, who)
+    scale = _positive(scale, name, who)
+    limit = scale * factor
+    _fits(limit, 1.0, dtype, who, name, scale)
+    if isinstance(limit, jax.core.Tracer):   # in the draw's dtype (a float64 gain)
+        limit = limit.astype(_work(dtype))
     return jax.random.uniform(key, shape, _work(dtype), -limit, limit).astype(dtype)
 
 
-def glorot_uniform(key: PRNGKeyArray, shape, dtype=None, gain: float = 1.0) -> Array:
+def glorot_uniform(key: PRNGKeyArray, shape, dtype=None, gain: Scale = 1.0) -> Array:
     """Glorot/Xavier uniform: $U(-a, a)$ with $a = g\\sqrt{6/(n_{in} + n_{out})}$.
 
     **Symmetry (audit):** iid non-Gaussian entries: only signed permutations (Bₙ)."""
     shape = _check_shape(shape, "glorot_uniform")
-    return uniform(key, shape, dtype, math.sqrt(3 * variance_scale(shape, "fan_avg", gain)))
+    factor = math.sqrt(3 * variance_scale(shape, "fan_avg"))
+    return _uniform(key, shape, dtype, gain, "gain", factor, "glorot_uniform")
 
 
-def he_uniform(key: PRNGKeyArray, shape, dtype=None, gain: float = math.sqrt(2.0)) -> Array:
+def he_uniform(key: PRNGKeyArray, shape, dtype=None, gain: Scale = math.sqrt(2.0)) -> Array:
     """He/Kaiming uniform: $U(-a, a)$ with $a = g\\sqrt{3/n_{in}}$ ($g = \\sqrt 2$).
 
     **Symmetry (audit):** only signed permutations (Bₙ)."""
     shape = _check_shape(shape, "he_uniform")
-    return uniform(key, shape, dtype, math.sqrt(3 * variance_scale(shape, "fan_in", gain)))
+    factor = math.sqrt(3 * variance_scale(shape, "fan_in"))
+    return _uniform(key, shape, dtype, gain, "gain", factor, "he_uniform")
 
 
-def truncated_normal(key: PRNGKeyArray, shape, dtype=None, stddev: float = 1.0,
-                     lower: float = -2.0, upper: float = 2.0) -> Array:
+def _bound(value, name: str, who: str) -> float:
+    """A truncation bound: a finite Python or NumPy number or a concrete JAX scalar, as a
+    Python float. The bounds choose how the draw is sampled (on the host, in float64),
+    so a traced bound is refused by name."""
+    value = _concrete(value, name, who, "a finite number")
+    if isinstance(value, jax.core.Tracer):
+        raise TypeError(f"{who}: `{name}` must be a concrete number (it chooses how the "
+                        "draw is sampled, on the host), got a traced value; pass it as a "
+                        "Python number, outside `jax.jit`.")
+    return check_real(value, name, who=who)
+
+
+def truncated_normal(key: PRNGKeyArray, shape, dtype=None, stddev: Scale = 1.0,
+                     lower: RealLike | Real[Array, ""] = -2.0,
+                     upper: RealLike | Real[Array, ""] = 2.0) -> Array:
     """iid normal entries truncated to $[\\text{lower}, \\text{upper}]$ standard deviations
     and rescaled so the standard deviation is `stddev` (like
     `jax.nn.initializers.truncated_normal`). An interval in one tail (lower ≥ 2 or
     upper ≤ −2) is sampled by inverting its log tail probability, so that draws follow
-    the truncated law there too (bounds within about ±37).
+    the truncated law there too (bounds within about ±37). `stddev` may be traced; the
+    bounds must be concrete numbers.
 
     **Symmetry (audit):** bounded iid entries: at most signed permutations (Bₙ, when the
     bounds are symmetric)."""
     shape = _check_shape(shape, "truncated_normal")
     dtype = _check_dtype(dtype, "truncated_normal")
     stddev = _positive(stddev, "stddev", "truncated_normal")
-    lower = check_real(lower, "lower", who="truncated_normal") if not isinstance(
-        lower, jax.Array) else lower
-    upper = check_real(upper, "upper", who="truncated_normal") if not isinstance(
-        upper, jax.Array) else upper
+    lower = _bound(lower, "lower", "truncated_normal")
+    upper = _bound(upper, "upper", "truncated_normal")
     if not lower < upper:
         raise ValueError(f"truncated_normal: `lower` must be < `upper`, got {lower!r} and "
                          f"{upper!r}.")
@@ -332,7 +409,7 @@ def truncated_normal(key: PRNGKeyArray, shape, dtype=None, stddev: float = 1.0,
         w = -_one_sided_truncated_normal(key, -upper, -lower, shape, work)
     else:  # the CDF at both bounds is at least 0.02 away from 1: sampled through it
         w = jax.random.truncated_normal(key, lower, upper, shape, work)
-    return (scale * w).astype(dtype)
+    return _scaled(scale, w, dtype)
 
 
 _LOG_ROOT_2PI = 0.5 * math.log(2 * math.pi)

@@ -6,6 +6,11 @@ F is every linear map, so the closure cells are GL (any $A$ is absorbed by $W$) 
 algebraic cells trivial, as in Table 5.2's affine row; the probabilistic cells say
 whether the *law* of $W$ is invariant under $W \\mapsto AW$ (L), $WA$ (R) and $A^{-1}WA$
 (E) — eq 48's $\\mathbb P(RWT) = \\mathbb P(W)$.
+
+A module's scale (`gain`, `radius`, `stddev`) and bounds are static hyperparameters: Python
+or NumPy numbers, or concrete JAX scalars (converted to Python floats). A traced value is
+refused with a `TypeError` that says so; the functional forms in `taxdl.nn.functional`
+take a traced scale.
 """
 
 import math
@@ -14,6 +19,7 @@ from typing import ClassVar
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, PRNGKeyArray
 
 from ..._types import RealLike, as_real, check_real
@@ -30,8 +36,47 @@ from ...taxonomy import AbstractInitialiser, Taxonomy, register
 from . import _functional as F
 
 
+class _NotANumber:
+    """What `_as_static_real` keeps, for `__check_init__` to refuse by name, in place of a
+    JAX array that is not a concrete real scalar: a static field holding the array itself
+    would make Equinox warn before the check runs."""
+
+    def __init__(self, value: jax.Array):
+        self.description = ("a traced value" if isinstance(value, jax.core.Tracer) else
+                            f"an array of shape {value.shape} and dtype {value.dtype}")
+
+    def __repr__(self) -> str:
+        return f"<{self.description}>"
+
+
+def _as_static_real(value):
+    """Converter of the modules' scale fields: `as_real`, and a concrete real JAX or NumPy
+    scalar becomes a Python float too. Any other JAX array (traced, or not a real scalar)
+    is replaced by a `_NotANumber` that `__check_init__` refuses by name."""
+    if isinstance(value, (jax.Array, np.ndarray)):
+        real = (jnp.issubdtype(value.dtype, jnp.floating)
+                or jnp.issubdtype(value.dtype, jnp.integer))
+        if not isinstance(value, jax.core.Tracer) and value.ndim == 0 and real:
+            return float(value.item())
+        if isinstance(value, jax.Array):
+            return _NotANumber(value)
+    return as_real(value)
+
+
+def _check_static_real(value, name: str, who: str, **bounds) -> float:
+    """A module's scale or bound: a static hyperparameter, so a number (`check_real`). A
+    JAX array the converter could not turn into one is refused with a message that says
+    so and points to the functional form, which takes traced values."""
+    if isinstance(value, _NotANumber):
+        raise TypeError(f"{who}: `{name}` is a static hyperparameter and must be a Python "
+                        f"or NumPy number or a concrete JAX scalar, got {value.description}."
+                        f" For a traced `{name}` (e.g. under jax.jit) call the functional "
+                        "form in taxdl.nn.functional, which takes it as an argument.")
+    return check_real(value, name, who=who, **bounds)
+
+
 def _check_positive(value, name: str, who: str) -> float:
-    return check_real(value, name, who=who, low=0, low_open=True)
+    return _check_static_real(value, name, who, low=0, low_open=True)
 
 
 def _law(left, right, within, note: str = "") -> Taxonomy:
@@ -67,10 +112,10 @@ class HaarOrthogonal(AbstractInitialiser):
 
     **Arguments:**
 
-    - `gain`: the singular value $g > 0$ of every draw (default 1).
+    - `gain`: the singular value $g > 0$ of every draw (default 1; a static number).
     """
 
-    gain: RealLike = eqx.field(static=True, default=1.0, converter=as_real)
+    gain: RealLike = eqx.field(static=True, default=1.0, converter=_as_static_real)
 
     taxonomy: ClassVar[Taxonomy] = _GAUSSIAN
 
@@ -95,7 +140,7 @@ class IsotropicNormal(AbstractInitialiser):
     """
 
     mode: str = eqx.field(static=True, default="fan_in")
-    gain: RealLike = eqx.field(static=True, default=1.0, converter=as_real)
+    gain: RealLike = eqx.field(static=True, default=1.0, converter=_as_static_real)
 
     taxonomy: ClassVar[Taxonomy] = _GAUSSIAN
 
@@ -121,7 +166,7 @@ class SphereUniform(AbstractInitialiser):
     vectors, so L and E are Bₙ.
     """
 
-    radius: float = eqx.field(static=True, default=1.0)
+    radius: RealLike = eqx.field(static=True, default=1.0, converter=_as_static_real)
 
     taxonomy: ClassVar[Taxonomy] = _law(SignedPermutation(), Orthogonal(), SignedPermutation())
 
@@ -144,7 +189,7 @@ class GlorotUniform(AbstractInitialiser):
     isotropic initialiser, which this is not).
     """
 
-    gain: RealLike = eqx.field(static=True, default=1.0, converter=as_real)
+    gain: RealLike = eqx.field(static=True, default=1.0, converter=_as_static_real)
 
     taxonomy: ClassVar[Taxonomy] = _BOX
 
@@ -166,7 +211,7 @@ class GlorotNormal(AbstractInitialiser):
     **Symmetry:** iid Gaussian: probabilistically O(n) on both sides; closure GL.
     """
 
-    gain: RealLike = eqx.field(static=True, default=1.0, converter=as_real)
+    gain: RealLike = eqx.field(static=True, default=1.0, converter=_as_static_real)
 
     taxonomy: ClassVar[Taxonomy] = _GAUSSIAN
 
@@ -187,7 +232,7 @@ class HeUniform(AbstractInitialiser):
     **Symmetry:** signed permutations (Bₙ) only, like every iid uniform initialiser.
     """
 
-    gain: RealLike = eqx.field(static=True, default=math.sqrt(2.0), converter=as_real)
+    gain: RealLike = eqx.field(static=True, default=math.sqrt(2.0), converter=_as_static_real)
 
     taxonomy: ClassVar[Taxonomy] = _BOX
 
@@ -208,7 +253,7 @@ class HeNormal(AbstractInitialiser):
     **Symmetry:** iid Gaussian: probabilistically O(n) on both sides; closure GL.
     """
 
-    gain: RealLike = eqx.field(static=True, default=math.sqrt(2.0), converter=as_real)
+    gain: RealLike = eqx.field(static=True, default=math.sqrt(2.0), converter=_as_static_real)
 
     taxonomy: ClassVar[Taxonomy] = _GAUSSIAN
 
@@ -231,14 +276,14 @@ class TruncatedNormal(AbstractInitialiser):
     symmetric, only permutations (Sₙ) otherwise; never O(n).
     """
 
-    stddev: RealLike = eqx.field(static=True, default=1.0, converter=as_real)
-    lower: RealLike = eqx.field(static=True, default=-2.0, converter=as_real)
-    upper: RealLike = eqx.field(static=True, default=2.0, converter=as_real)
+    stddev: RealLike = eqx.field(static=True, default=1.0, converter=_as_static_real)
+    lower: RealLike = eqx.field(static=True, default=-2.0, converter=_as_static_real)
+    upper: RealLike = eqx.field(static=True, default=2.0, converter=_as_static_real)
 
     def __check_init__(self):
         _check_positive(self.stddev, "stddev", "TruncatedNormal")
-        lower = check_real(self.lower, "lower", who="TruncatedNormal")
-        if not lower < check_real(self.upper, "upper", who="TruncatedNormal"):
+        lower = _check_static_real(self.lower, "lower", "TruncatedNormal")
+        if not lower < _check_static_real(self.upper, "upper", "TruncatedNormal"):
             raise ValueError(f"TruncatedNormal: need `lower` < `upper`, got {self.lower!r} "
                              f"and {self.upper!r}.")
 
@@ -292,10 +337,10 @@ class QROrthogonal(AbstractInitialiser):
 
     **Arguments:**
 
-    - `gain`: the scale $g > 0$ (default 1).
+    - `gain`: the scale $g > 0$ (default 1; a static number).
     """
 
-    gain: RealLike = eqx.field(static=True, default=1.0, converter=as_real)
+    gain: RealLike = eqx.field(static=True, default=1.0, converter=_as_static_real)
 
     taxonomy: ClassVar[Taxonomy] = _law(
         None, None, SignFlips(),

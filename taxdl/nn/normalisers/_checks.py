@@ -41,3 +41,26 @@ def check_channels(x, n: int, who: str) -> None:
         raise ValueError(f"{who} expects an input of shape (*spatial, {n}) with channels "
                          f"last, got {getattr(x, 'shape', None)}.")
     _check_floating(x, who)
+
+
+def check_fits(value, name: str, x_shape, who: str, expected: str) -> None:
+    """A parameter or statistic (γ, β, μ, …) that broadcasts against an input of shape
+    `x_shape` without enlarging it; otherwise a `ValueError` naming it, with `expected`
+    (the shape the primitive uses, e.g. "a scalar or of shape (4,)") and the shape given.
+    Only static shapes are read, so the check is free under `jax.jit`."""
+    shape, x_shape = tuple(jnp.shape(value)), tuple(x_shape)
+    try:
+        ok = jnp.broadcast_shapes(shape, x_shape) == x_shape
+    except ValueError:
+        ok = False
+    if not ok:
+        raise ValueError(f"{who}: `{name}` must be {expected}, broadcasting against `x` of "
+                         f"shape {x_shape}, got shape {shape}.")
+
+
+def check_per_feature(x, who: str, **parameters) -> None:
+    """Each of `parameters` (name → value) a scalar or a per-feature vector of shape (n,),
+    n = x.shape[-1] (or any shape broadcasting against x without enlarging it)."""
+    expected = f"a scalar or of shape ({x.shape[-1]},)" if x.ndim else "a scalar"
+    for name, value in parameters.items():
+        check_fits(value, name, x.shape, who, expected)

@@ -8,6 +8,11 @@ their subnormals are normal numbers, and the result is cast back to the input dt
 
 The kernels (standardisation, statistics, ratios) are jitted, with the axes and ε static:
 called eagerly, each is one compiled program instead of a dispatch per operation.
+
+Parameters and statistics (γ, β, μ, …) are scalars or per-feature vectors of shape (n,)
+— any shape that broadcasts against the input without enlarging it; another shape is
+refused with a `ValueError` naming the argument (a check of static shapes, free under
+`jax.jit`).
 """
 
 import functools as ft
@@ -15,13 +20,14 @@ import math
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, Float
 
 from .._numerics import (all_rows, compute_dtype, inverse_or_zero, max_magnitude,
                          power_of_two_near, require_floating, safe_norm, sqrt_or_zero,
                          trusted_sum)
 from ..._types import INT_TYPES, IntLike, RealLike, check_int
-from ._checks import check_eps
+from ._checks import check_eps, check_fits, check_per_feature
 from ..activations._functional import isotropic_tanh
 
 
@@ -204,6 +210,11 @@ def simple_isotropic_layer_norm(x: Float[Array, "*b n"], gamma: Float[Array, ""]
 
     **Symmetry:** algebraically ℝ×₊-right-invariant; O(n)-equivariant when $\\vec β = 0$.
     """
+    require_floating(x, "simple_isotropic_layer_norm", "x")
+    if jnp.ndim(gamma) != 0:
+        raise ValueError(f"simple_isotropic_layer_norm: `gamma` must be a scalar (an "
+                         f"isotropic gain), got shape {jnp.shape(gamma)}.")
+    check_per_feature(x, "simple_isotropic_layer_norm", beta=beta)
     return gamma * unit_vector(x) + beta
 
 
@@ -230,6 +241,7 @@ def isotropic_layer_norm(x: Float[Array, "*b n"], w_in: Float[Array, "k n"],
         raise ValueError(f"`normalisation` must be one of {_NORMALISATIONS}, got "
                          f"{normalisation!r}.")
     require_floating(x, "isotropic_layer_norm", "x")
+    _check_bottleneck(x, w_in, w_out, b_out)
     work = compute_dtype(x.dtype)  # float32 for half precisions: W_in x overflows float16
     xw = x.astype(work)
     p = jax.lax.stop_gradient(power_of_two_near(max_magnitude(xw)))
@@ -245,6 +257,23 @@ def isotropic_layer_norm(x: Float[Array, "*b n"], w_in: Float[Array, "k n"],
             ).astype(x.dtype)
 
 
+def _check_bottleneck(x, w_in, w_out, b_out) -> None:
+    """$W_{in}$ of shape (k, n), $W_{out}$ of shape (n, k) and $b_{out}$ a vector of
+    shape (n,) (or a scalar), for x of shape (..., n)."""
+    who = "isotropic_layer_norm"
+    if x.ndim == 0:
+        raise ValueError(f"{who}: `x` must have a feature axis, shape (..., n), got shape ().")
+    n = x.shape[-1]
+    if jnp.ndim(w_in) != 2 or jnp.shape(w_in)[1] != n:
+        raise ValueError(f"{who}: `w_in` must be of shape (k, n) = (k, {n}), got shape "
+                         f"{jnp.shape(w_in)}.")
+    k = jnp.shape(w_in)[0]
+    if jnp.shape(w_out) != (n, k):
+        raise ValueError(f"{who}: `w_out` must be of shape (n, k) = ({n}, {k}) for `w_in` "
+                         f"of shape {jnp.shape(w_in)}, got shape {jnp.shape(w_out)}.")
+    check_per_feature(x, who, b_out=b_out)
+
+
 def layer_norm(x: Float[Array, "*b n"], gamma, beta, eps: RealLike = 0.0) -> Float[Array, "*b n"]:
     """LayerNorm $γ \\odot (x - \\mathbb E_i x)/\\sqrt{ε + \\operatorname{Var}_i x} + β$
     (isotropic paper eq 43) over the last axis; γ, β scalars or vectors.
@@ -256,6 +285,7 @@ def layer_norm(x: Float[Array, "*b n"], gamma, beta, eps: RealLike = 0.0) -> Flo
     """
     require_floating(x, "layer_norm", "x")
     eps = check_eps(eps, "layer_norm")
+    check_per_feature(x, "layer_norm", gamma=gamma, beta=beta)
     return gamma * _centred_standardise(x, -1, eps).astype(x.dtype) + beta
 
 
@@ -267,6 +297,7 @@ def rms_norm(x: Float[Array, "*b n"], gamma, eps: RealLike = 0.0) -> Float[Array
     """
     require_floating(x, "rms_norm", "x")
     eps = check_eps(eps, "rms_norm")
+    check_per_feature(x, "rms_norm", gamma=gamma)
     return gamma * _scaled_standardise(x, -1, math.sqrt(eps)).astype(x.dtype)
 
 
@@ -290,8 +321,13 @@ def group_norm(x: Float[Array, "*s n"], gamma, beta, groups: IntLike,
     **Symmetry:** equivariant to permutations within each group (γ, β generic: trivial);
     (ℝ×₊, +λ1)-right-invariant when ε = 0.
     """
-    require_floating(x, "group_norm", "x")
-    eps = check_eps(eps, "group_norm")
+    return _group_norm(x, gamma, beta, groups, eps, "group_norm")
+
+
+def _group_norm(x, gamma, beta, groups, eps, who: str):
+    require_floating(x, who, "x")
+    eps = check_eps(eps, who)
+    check_per_feature(x, who, gamma=gamma, beta=beta)
     n = x.shape[-1]
     c = _check_groups(n, groups)
     if x.size == 0:  # no channels or no positions: nothing to standardise
@@ -312,9 +348,10 @@ def instance_norm(x: Float[Array, "*s n"], gamma, beta, eps: RealLike = 0.0
     β = 0; (ℝ×₊, +λ1)-right-invariant when ε = 0.
     """
     require_floating(x, "instance_norm", "x")
+    check_per_feature(x, "instance_norm", gamma=gamma, beta=beta)
     if x.shape[-1] == 0:  # no channels
         return gamma * x + beta
-    return group_norm(x, gamma, beta, x.shape[-1], eps)
+    return _group_norm(x, gamma, beta, x.shape[-1], eps, "instance_norm")
 
 
 def batch_norm(x: Float[Array, "b *s n"], gamma, beta, eps: RealLike = 0.0
@@ -331,6 +368,7 @@ def batch_norm(x: Float[Array, "b *s n"], gamma, beta, eps: RealLike = 0.0
     if x.ndim < 2:
         raise ValueError(f"batch_norm: `x` must be a batch of shape (b, *spatial, n), got "
                          f"shape {x.shape}.")
+    check_per_feature(x, "batch_norm", gamma=gamma, beta=beta)
     axes = tuple(range(x.ndim - 1))
     return gamma * _centred_standardise(x, axes, eps).astype(x.dtype) + beta
 
@@ -370,6 +408,8 @@ def chi_apply(x: Float[Array, "*b n"], mean: Float[Array, " n"], rms: Float[Arra
     """
     require_floating(x, "chi_apply")
     eps = check_eps(eps, "chi_apply")
+    check_per_feature(x, "chi_apply", mean=mean, gamma=gamma, beta=beta)
+    check_fits(rms, "rms", x.shape, "chi_apply", "a scalar")
     return _chi_apply(x, mean, rms, gamma, beta, eps)
 
 
@@ -472,6 +512,7 @@ def batch_apply(x: Float[Array, "*b n"], mean: Float[Array, " n"], std: Float[Ar
     """
     require_floating(x, "batch_apply", "x")
     eps = check_eps(eps, "batch_apply")
+    check_per_feature(x, "batch_apply", mean=mean, std=std, gamma=gamma, beta=beta)
     return gamma * _ratio(x, mean, std, eps) + beta
 
 
@@ -497,6 +538,7 @@ def chi_norm(x: Float[Array, "b n"], gamma, beta, eps: RealLike = 0.0) -> Float[
     # so a half-precision gradient that overflows is ±inf (as for the other normalisers)
     # rather than inf − inf = NaN
     eps = check_eps(eps, "chi_norm")
+    check_per_feature(x, "chi_norm", gamma=gamma, beta=beta)
     if x.size == 0:  # no rows or no features: nothing to normalise
         return x
     work = compute_dtype(x.dtype)
@@ -520,15 +562,34 @@ def magnitude_normalise(x: Float[Array, "*b n"], scale: Float[Array, ""], gamma,
                         eps: RealLike = 0.0) -> Float[Array, "*b n"]:
     """Time-like magnitude normalisation (isotropic paper App. A.1.1, last paragraph):
     $γ\\,x / (s + ε) + \\vec β$ with $s$ a (gradient-stopped) moving average of the
-    magnitude $\\|x\\|$ over training steps; $s + ε = 0$ gives β.
+    magnitude $\\|x\\|$ over training steps; $s + ε = 0$ gives β. A magnitude is never
+    negative: a concrete negative `scale` is refused (a `ValueError` naming it); a traced
+    one (under `jax.jit`) is not checked, which would need a host sync.
 
     **Symmetry:** for a fixed statistic, affine with a scalar linear part: O(n)-equivariant
     (indeed GL) when β = 0.
     """
     require_floating(x, "magnitude_normalise", "x")
     eps = check_eps(eps, "magnitude_normalise")
+    check_fits(scale, "scale", x.shape, "magnitude_normalise", "a scalar")
+    check_per_feature(x, "magnitude_normalise", gamma=gamma, beta=beta)
+    _check_magnitude(scale, "scale", "magnitude_normalise")
     work = compute_dtype(x.dtype)
     s = jax.lax.stop_gradient(scale).astype(work) + eps
     ok = s > 0
     inv = jnp.where(ok, 1 / jnp.where(ok, s, 1), 0)
     return gamma * (x.astype(work) * inv).astype(x.dtype) + beta
+
+
+def _check_magnitude(value, name: str, who: str) -> None:
+    """A concrete magnitude statistic (a number or a JAX or NumPy array that is not a
+    tracer) is ≥ 0; a traced one is not checked (that would need a host sync), nor is a
+    NaN refused (the statistic of a NaN input, which the modules carry as any value)."""
+    if isinstance(value, jax.core.Tracer):
+        return
+    v = np.asarray(value)
+    real = jnp.issubdtype(v.dtype, jnp.floating) or jnp.issubdtype(v.dtype, jnp.integer)
+    if real and np.any(v < 0):
+        shown = v.item() if v.ndim == 0 else f"an array with entries down to {v.min()}"
+        raise ValueError(f"{who}: `{name}` must be >= 0 (a magnitude statistic), got "
+                         f"{shown}.")
