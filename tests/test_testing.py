@@ -209,6 +209,43 @@ def test_under_claim_below_the_shifts_along_ones_is_caught():
     assert result.maximality and all(m.found for m in result.maximality)
 
 
+class _ParameterFreeMap(AbstractActivation):
+    """A parameter-free map `fn` whose three generations all declare (L, R, E)."""
+
+    fn: ClassVar = None
+
+    def __call__(self, x, *, key=None):
+        return type(self).fn(x)
+
+
+def _map_declaring(fn, L=None, R=None, E=None):
+    decl = Taxonomy(closure=(L, R, E), probabilistic=(L, R, E), algebraic=(L, R, E))
+    return type("MapDeclaring", (_ParameterFreeMap,),
+                {"fn": staticmethod(fn), "taxonomy": decl})()
+
+
+def test_left_translations_of_a_zero_output_are_not_zero():
+    """L cells scale a translation by f(x)'s size; where f(x) = 0 that must not make the
+    translation 0 (it would never be refuted, nor could a supergroup with translations)."""
+    from taxdl.groups import Affine
+
+    zero = lambda x: 0 * x  # noqa: E731
+    # false: g·0 = t ≠ 0 for a translation t
+    with pytest.raises(SymmetryViolation, match="algebraic L") as info:
+        check(_map_declaring(zero, L=Affine(), R=Affine(), E=GeneralLinear()), n=4, **FAST)
+    assert info.value.cell.generation == "algebraic"
+    # true and maximal: Aff(n) ⊋ GL(n) is refuted by its translations
+    report = check(_map_declaring(zero, L=GeneralLinear(), R=Affine(), E=GeneralLinear()),
+                   n=4, **FAST)
+    cell = report.cell("algebraic", "L")
+    assert cell.maximality and all(m.found for m in cell.maximality)
+    # the scale still follows a large output: a huge constant output is not L-invariant
+    # under its shifts along 1 (a unit shift would vanish in its rounding)
+    big = lambda x: 0 * x + 1e8  # noqa: E731
+    with pytest.raises(SymmetryViolation, match="algebraic L"):
+        check(_map_declaring(big, L=Translation(), R=Affine()), n=4, **FAST)
+
+
 def test_maximality_in_dimension_one_tests_past_coinciding_supergroups():
     # At n = 1, S₁ = D₁ = SO(1) = I and B₁ = O(1): a supergroup equal to the declared
     # group is no test, so its own supergroups are tested in its place.

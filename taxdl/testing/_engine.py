@@ -305,17 +305,34 @@ def _with_scales(res: dict, s_in, s_out) -> dict:
                 scale_out=jnp.broadcast_to(s_out, (n,)))
 
 
-def _shift_scales(xs, f0, acted, code, size=None):
+def _out_shift_scale(f0, s_in, atol):
+    """Per-row magnitude for translations acting on the output (L cells): the rms of
+    f(x), so a translation neither vanishes against a huge output nor swamps a tiny one —
+    except where f(x) is negligible (within the absolute tolerance, or at the rounding
+    level eps·rms(x) of the input), where a translation of that size could never be
+    told apart from 0 and a false L claim (g·0 = t ≠ 0) would pass, and a maximal one
+    look non-maximal. There the input's rms is used, or 1 when that is negligible too
+    (x = 0)."""
+    f = _rows(f0, 1)
+    rms = _norm_last(f) / np.sqrt(max(f.shape[-1], 1))
+    eps = jnp.finfo(rms.dtype).eps
+    floor = 16 * jnp.asarray(atol, rms.dtype)
+    s_in = jnp.asarray(s_in, rms.dtype)
+    fallback = jnp.where(jnp.isfinite(s_in) & (s_in > floor), s_in, 1)
+    negligible = jnp.isfinite(rms) & (rms <= floor + eps * fallback)
+    return jnp.where(negligible, fallback, rms)
+
+
+def _shift_scales(xs, f0, acted, code, size=None, atol=0.0):
     """Per-row magnitudes for translations: rms of the acted inputs (R, E) or of the
-    output (L)."""
+    output (L, see `_out_shift_scale`)."""
     acted = (True,) * len(xs) if acted is None else acted
     on = tuple(a for a, o in zip(xs, acted) if o)
     width = max(_rows(on, 1).shape[-1], 1)
     if size is None or len(on) != len(xs):
         size = _norm_last(_rows(on, 1))
     s_in = size / np.sqrt(width)
-    f = _rows(f0, 1)
-    s_out = _norm_last(f) / np.sqrt(max(f.shape[-1], 1))
+    s_out = _out_shift_scale(f0, s_in, atol)
     return s_in, jnp.where(code == CODES[Flavour.LEFT], s_out, s_in)
 
 
@@ -349,9 +366,8 @@ def relation_rows(prim, acted, act_out, code, ein, eout, xs, dirs, rho, rtol, at
     gpts = _act_rows(_scaled(ein, s_in), pts, acted)
     both = tuple(jnp.concatenate([p, g]) for p, g in zip(pts, gpts))
     fp, fgp = _split(_map2(f, *both), 3)
-    f0 = _rows(jax.tree.map(lambda a: a[0], fp), 1)
     s_out = jnp.where(code == CODES[Flavour.LEFT],
-                      _norm_last(f0) / np.sqrt(max(f0.shape[-1], 1)), s_in)
+                      _out_shift_scale(jax.tree.map(lambda a: a[0], fp), s_in, atol), s_in)
     gfp = _act_out_rows(_scaled(eout, s_out), fp) if act_out else fp
     c = code[None]
     lhs = _select(c, [gfp, fgp, fgp])
@@ -375,7 +391,7 @@ def closure_rows(prim, cells, acted, act_out, code, ein, eout, eout_inv, xs, dir
     pts, size = _points(xs, dirs, rho)
     fp = _map2(f, *pts)
     s_in, s_out = _shift_scales(xs, jax.tree.map(lambda a: a[0], fp), acted,
-                                jnp.where(is_left, 0, 1), size)
+                                jnp.where(is_left, 0, 1), size, atol)
     ein, eout = _scaled(ein, s_in), _scaled(eout, s_out)
     eout_inv = _scaled(eout_inv, s_out)
     gpts = _act_rows(ein, pts, acted)
