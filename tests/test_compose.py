@@ -1,5 +1,6 @@
 """Taxonomy inference for composed models against hand-derived expectations."""
 
+import dataclasses
 import warnings
 from typing import ClassVar
 
@@ -35,7 +36,9 @@ from taxdl.taxonomy import (
     AbstractLayer,
     AbstractPrimitive,
     CompositionWarning,
+    GENERATIONS,
     Flavour,
+    Generation,
     Taxonomy,
     meet,
     reinitialise,
@@ -645,6 +648,7 @@ def test_rays_rule_needs_every_ray_kept():
     # isotropic ReLU is 0 below R₀, so it does not map rays into rays: after it a
     # normaliser does not make the chain scale-invariant, and the rules do not say so
     assert not taxdl.taxonomy.maps_rays(tnn.IsotropicReLU())
+    assert not taxdl.taxonomy.keeps_rays(tnn.IsotropicReLU())
     model = tnn.Sequential([tnn.IsotropicReLU(), tnn.RMSNorm(N)])
     assert isinstance(taxdl.taxonomy(model).algebraic.R.group, Trivial)
     x = np.full(N, 1.0 / np.sqrt(N))  # ‖x‖ = 1 = R₀: 0 at x, not at 2x
@@ -655,17 +659,85 @@ def test_rays_rule_needs_every_ray_kept():
     check(ray, examples=4, generations=("algebraic",))
 
 
-@pytest.mark.parametrize("act", ["IsotropicTanh", "IsotropicLeakyReLU",
-                                 "IsotropicSoftLeakyReLU", "Squash"])
-def test_activations_declared_to_map_rays_into_rays_do(act):
-    prim = getattr(tnn, act)()
-    assert taxdl.taxonomy.maps_rays(prim)
+@pytest.mark.parametrize("make", [
+    tnn.IsotropicTanh, tnn.IsotropicLeakyReLU, tnn.IsotropicSoftLeakyReLU, tnn.Squash,
+    lambda: tnn.IsotropicSinusoid(-0.9), tnn.IsotropicSinusoid,
+    lambda: tnn.IsotropicSinusoid(3.0), lambda: tnn.IsotropicSinusoid(4.6),
+], ids=["IsotropicTanh", "IsotropicLeakyReLU", "IsotropicSoftLeakyReLU", "Squash",
+        "IsotropicSinusoid(-0.9)", "IsotropicSinusoid(1)", "IsotropicSinusoid(3)",
+        "IsotropicSinusoid(4.6)"])
+def test_activations_declared_to_map_rays_into_rays_do(make):
+    # `keeps_rays`: f(x) = c(x)·x with c(x) > 0, each ray into itself (so also
+    # `maps_rays`, f(sx) = c'·f(x), c' > 0); radii around r* ≈ 4.4934, where sin(r)/r is
+    # least
+    prim = make()
+    assert taxdl.taxonomy.keeps_rays(prim) and taxdl.taxonomy.maps_rays(prim)
     rng = np.random.default_rng(0)
-    for _ in range(20):
-        x = rng.standard_normal(N) * np.exp(rng.uniform(-3, 3))
-        s = np.exp(rng.uniform(-3, 3))
+    radii = np.concatenate([np.exp(rng.uniform(-4, 4, 30)), 4.4934 + rng.normal(0, 0.2, 10)])
+    for r in radii:
+        x = rng.standard_normal(N)
+        x *= r / np.linalg.norm(x)
         fx = np.asarray(prim(jnp.asarray(x)), np.float64)
-        fsx = np.asarray(prim(jnp.asarray(s * x)), np.float64)
-        c = fsx @ fx / (fx @ fx)
+        c = fx @ x / (x @ x)
         assert c > 0
-        np.testing.assert_allclose(fsx, c * fx, rtol=1e-5, atol=1e-30)
+        np.testing.assert_allclose(fx, c * x, rtol=1e-5, atol=1e-30)
+
+
+@pytest.mark.parametrize("lam, keeps", [
+    (-1.5, False),   # σ(r) = r − 1.5 sin r < 0 near 0
+    (-1.0, False),   # σ(r) = r − sin r > 0, but c(x) → 0 at 0: rounds to 0 near the origin
+    (-0.5, True), (0.0, True), (1.0, True), (4.6, True),
+    (4.61, False),   # σ(r*) = r*(1 + 4.61·(−0.21723…)) < 0 at r* ≈ 4.4934
+    (6.0, False),
+])
+def test_isotropic_sinusoid_maps_rays_exactly_where_its_radial_function_is_positive(
+        lam, keeps):
+    prim = tnn.IsotropicSinusoid(lam)
+    assert taxdl.taxonomy.keeps_rays(prim) is keeps
+    assert taxdl.taxonomy.maps_rays(prim) is keeps
+    r = np.linspace(1e-3, 40, 400_001)
+    sigma = r + lam * np.sin(r)
+    assert bool(sigma.min() > 0) == (keeps or lam == -1.0)
+
+
+def test_a_scale_invariant_part_after_a_map_keeping_rays_is_that_part():
+    # p(x) = c(x)·x, c > 0 (isotropic tanh), then q with q(cy) = q(y) for c > 0 (LayerNorm
+    # with scalar γ, β): q∘p = q, so the pair has all of q's cells, algebraic R
+    # (ℝ×₊,+λ1) included, not only the ℝ×₊ of the rays rule
+    q = tnn.ScalarLayerNorm(4)
+    for p in (tnn.IsotropicTanh(), tnn.IsotropicSinusoid(),
+              tnn.Sequential([tnn.Squash(), tnn.IsotropicSinusoid(3.0)])):
+        model = tnn.Sequential([p, q])
+        assert cells(model) == cells(q), type(p).__name__
+        assert check(model, n=4).passed
+    # a third part after the pair: closure transport goes through the pair
+    model = tnn.Sequential([tnn.IsotropicTanh(), q, lin(4, 3)])
+    assert cells(model) == cells(tnn.Sequential([q, lin(4, 3)]))
+    assert check(model, n=4, examples=4).passed
+
+
+def test_a_map_keeping_rays_only_up_to_sign_does_not_vanish_before_a_normaliser():
+    # σ(r) < 0 somewhere (isotropic sinusoid with λ = 6): not q∘p = q; the composite
+    # keeps the cells the other rules give, and they hold
+    model = tnn.Sequential([tnn.IsotropicSinusoid(6.0), tnn.ScalarLayerNorm(4)])
+    assert cells(model) != cells(tnn.ScalarLayerNorm(4))
+    assert isinstance(taxdl.taxonomy(model).algebraic.R.group, Trivial)
+    x = np.full(4, 0.5) * 4.4934 + np.array([0.1, 0.0, 0.0, 0.0])  # σ < 0 there
+    y = np.asarray(model(jnp.asarray(x, jnp.float32)))
+    np.testing.assert_allclose(
+        y, -np.asarray(tnn.ScalarLayerNorm(4)(jnp.asarray(x, jnp.float32))), atol=1e-5)
+    report = check(model, n=4, examples=4, maximality=False)
+    assert report.passed
+    # in the rules: a part mapping rays into rays without keeping each one (a rays flag
+    # from a positively homogeneous cell) adds only ℝ×₊ on the right
+    outer = Part({(g, f): (ScaleShift(positive=True),) if f is Flavour.RIGHT else (Trivial(),)
+                  for g in GENERATIONS for f in Flavour}, 4, 4, "q", True)
+    homogeneous = Part({(g, f): (Scaling(positive=True),) if f is Flavour.EQUIVARIANT
+                        else (Trivial(),) for g in GENERATIONS for f in Flavour}, 4, 4, "p",
+                       False, rays=frozenset(GENERATIONS))
+    assert not homogeneous.keeps_rays
+    assert same_group(compose(outer, homogeneous).get(Generation.ALGEBRAIC, Flavour.RIGHT)[0],
+                      Scaling(positive=True))
+    keeping = dataclasses.replace(homogeneous, keeps_rays=True)
+    assert same_group(compose(outer, keeping).get(Generation.ALGEBRAIC, Flavour.RIGHT)[0],
+                      ScaleShift(positive=True))

@@ -19,6 +19,7 @@ from ._hooks import Signature as Signature
 from ._hooks import as_function as as_function
 from ._hooks import data_call as data_call
 from ._hooks import factor_out as factor_out
+from ._hooks import keeps_rays as keeps_rays
 from ._hooks import maps_rays as maps_rays
 from ._hooks import perturb as perturb
 from ._hooks import random_call as random_call

@@ -70,7 +70,12 @@ followed by a scale-invariant one (algebraic R ⊇ ℝ×₊) gives a scale-invar
 isotropic tanh → RMSNorm is algebraically ℝ×₊-invariant on the right. A chain that maps
 rays into rays in law (Linear with its zero initial bias, then isotropic tanh) gives the
 pair that cell in law: Linear → isotropic tanh → LayerNorm → Linear is probabilistically
-ℝ×·O(n) on the right.
+ℝ×·O(n) on the right. A chain of parts registered with `keeps_rays` maps each ray into
+itself, $p(x) = c(x)\\,x$ with $c(x) > 0$ for $x \\ne 0$ and $p(0) = 0$; followed by a part
+$q$ with $q(cy) = q(y)$ for $c > 0$ (algebraic R ⊇ ℝ×₊) the pair *is* $q$,
+$q(c(x)\\,x) = q(x)$, so it has all of $q$'s cells in every generation (`collapses`;
+transport moves $q$ alone): isotropic tanh → LayerNorm with scalar γ, β is algebraically
+(ℝ×₊,+λ1)-invariant on the right.
 
 Probabilistic cells of parts whose claim is data- or time-like are replaced by the part's
 algebraic cell (sound, since algebraic ⇒ probabilistic), so a composite's probabilistic
@@ -135,6 +140,7 @@ from ._hooks import (
     Signature,
     as_function,
     factor_out,
+    keeps_rays,
     maps_rays,
     reinitialise,
     signature,
@@ -579,6 +585,9 @@ class Part:
       [`maps_rays`][taxdl.taxonomy.maps_rays]): algebraic, $f(sx) = c\\,f(x)$ with
       $c > 0$ for every member; probabilistic, $f∘s$ has the law of such a $c\\,f$ at
       initialisation (Linear with its zero initial bias).
+    - `keeps_rays`: every member maps each open ray into itself, $f(x) = c(x)\\,x$ with
+      $c(x) > 0$ for $x \\ne 0$ and $f(0) = 0$ (see
+      [`keeps_rays`][taxdl.taxonomy.keeps_rays]); a chain of such maps is one too.
     """
 
     cells: Any
@@ -590,6 +599,7 @@ class Part:
     core: Any = None
     fixed: bool = False
     rays: frozenset = frozenset()
+    keeps_rays: bool = False
 
     @property
     def square(self) -> bool:
@@ -691,7 +701,9 @@ def part(obj: Any, in_dim: int | None = None) -> Part:
         sig = signature(obj, in_dim)
     except ValueError:
         free = Part(_cells_of(decl), None, None, name, params)  # dimension-free
-        return dataclasses.replace(free, rays=_rays(free, maps_rays(obj)))
+        keeps = bool(keeps_rays(obj))
+        return dataclasses.replace(free, rays=_rays(free, keeps or bool(maps_rays(obj))),
+                                   keeps_rays=keeps)
     if len(sig.inputs) != 1 or len(sig.inputs[0]) != 1:
         raise TypeError(
             f"{name} takes inputs of shapes {sig.inputs}; only one-vector maps ℝⁿ → ℝᵐ can "
@@ -715,7 +727,10 @@ def part(obj: Any, in_dim: int | None = None) -> Part:
         cells[(CLOSURE, E)] = _meet_sets(_scalar_cells(cells[(CLOSURE, L)]),
                                          _scalar_cells(cells[(CLOSURE, R)]))
     whole = Part(cells, d, out.shape[0], name, params, core=_core_path(obj, d, out.shape[0]))
-    return dataclasses.replace(whole, rays=_rays(whole, maps_rays(obj)))
+    # f(x) = c(x)·x needs a map of a space to itself
+    keeps = bool(keeps_rays(obj)) and out.shape[0] == d
+    return dataclasses.replace(whole, rays=_rays(whole, keeps or bool(maps_rays(obj))),
+                               keeps_rays=keeps)
 
 
 def _core_path(obj, d: int, out_d: int) -> CorePath | None:
@@ -794,6 +809,12 @@ def compose(outer: Part, inner: Part) -> Part:
                 found[(gen, R)] = found[(gen, R)] + [_POSITIVE]
         elif PROBABILISTIC in inner.rays and covers(_joins(found[(CLOSURE, R)]), _POSITIVE):
             found[(PROBABILISTIC, R)] = found[(PROBABILISTIC, R)] + [_POSITIVE]
+    if collapses(outer, inner):
+        # outer(inner(x)) = outer(c(x)·x) = outer(x) for every pair of members (c(x) > 0,
+        # and inner(0) = 0): the pair is outer, in every generation (its class is outer's
+        # class, its law outer's law), so it has all of outer's cells
+        for (gen, fl), groups in found.items():
+            found[(gen, fl)] = groups + list(outer.get(gen, fl))
     cells, direct = {}, {}
     for key, groups in found.items():
         direct[key] = tuple(_maximal(groups)) or _TRIVIAL
@@ -807,7 +828,16 @@ def compose(outer: Part, inner: Part) -> Part:
     pointwise = ALGEBRAIC in outer.rays
     return dataclasses.replace(whole, rays=_rays(
         whole, through=pointwise and ALGEBRAIC in inner.rays,
-        through_in_law=pointwise and PROBABILISTIC in inner.rays))
+        through_in_law=pointwise and PROBABILISTIC in inner.rays),
+        keeps_rays=outer.keeps_rays and inner.keeps_rays)
+
+
+def collapses(outer: Part, inner: Part) -> bool:
+    """Whether outer ∘ inner = outer for every pair of members: `inner` maps each ray into
+    itself ($\\text{inner}(x) = c(x)\\,x$, $c(x) > 0$ for $x \\ne 0$, inner(0) = 0) and
+    `outer` is algebraically invariant on the right under the positive scalings
+    ($\\text{outer}(cy) = \\text{outer}(y)$ for $c > 0$)."""
+    return inner.keeps_rays and covers(outer.get(ALGEBRAIC, R), _POSITIVE)
 
 
 def _rule_groups(outer: Part, inner: Part, square: bool) -> dict:
@@ -958,6 +988,12 @@ def transport_chain(layers: Sequence[Any], parts: Sequence[Part], flavour: Flavo
         return _transport_part(outer, outer_p, fl, el,
                                element if el is inverse else inverse, group)
 
+    if group is not None and collapses(outer_p, inner_p) and covers(
+            outer_p.get(CLOSURE, flavour), group):
+        # outer∘inner = outer for all members (see `collapses`): g∘outer (L), outer∘g
+        # (R) and g⁻¹∘outer∘g (E) are members of outer's class, so they too are unchanged
+        # by inner, which stays as it is
+        return inner + (last(flavour, element),)
     if flavour is L:
         if not covers(outer_p.get(CLOSURE, L), group) and covers(
                 outer_p.get(CLOSURE, E), group) and covers(inner_p.get(CLOSURE, L), group):

@@ -142,10 +142,28 @@ def maps_rays(primitive: Any) -> bool:
     """Whether every member of the primitive's class maps each open ray into an open ray:
     $f(sx) = c\\,f(x)$ with $c = c(s, x) > 0$ for every $s > 0$, e.g. an isotropic
     activation $σ(r)\\hat x$ with $σ(r) > 0$ for $r > 0$ (isotropic tanh; not isotropic
-    ReLU, which is 0 below $R_0$). Default False. Maps whose algebraic E or R cell holds
-    the positive scalings (positively homogeneous or scale-invariant) map rays into rays
-    without registering. The composition rules use it: a part that is scale-invariant
-    after a chain that maps rays into rays makes the chain scale-invariant."""
+    ReLU, which is 0 below $R_0$). Default False (or what
+    [`keeps_rays`][taxdl.taxonomy.keeps_rays] answers: a map keeping each ray maps rays
+    into rays). Maps whose algebraic E or R cell holds the positive scalings (positively
+    homogeneous or scale-invariant) map rays into rays without registering. The
+    composition rules use it: a part that is scale-invariant after a chain that maps
+    rays into rays makes the chain scale-invariant."""
+    return False
+
+
+@ft.singledispatch
+def keeps_rays(primitive: Any) -> bool:
+    """Whether every member of the primitive's class maps each open ray into *itself*:
+    $f(x) = c(x)\\,x$ with $c(x) > 0$ for every $x \\ne 0$, and $f(0) = 0$, e.g. an
+    isotropic activation $σ(r)\\hat x$ with $σ(r) > 0$ for every $r > 0$ (isotropic tanh,
+    isotropic sinusoid for −1 < λ < 4.6033…; not isotropic ReLU, which is 0 below $R_0$,
+    nor $-x$ or any map that sends a ray onto its opposite or onto 0). Default False.
+
+    The composition rules use it: a part $q$ that is scale-invariant
+    ($q(cy) = q(y)$, $c > 0$) after a chain of maps that keep rays is that chain's whole
+    function, $q(c(x)\\,x) = q(x)$, so the pair has all of $q$'s cells. Registering a
+    map that keeps rays only up to sign, or sends some ray to 0, makes the inferred
+    taxonomy wrong."""
     return False
 
 

@@ -14,7 +14,7 @@ from jax import named_scope
 from jaxtyping import Array, Float
 
 from ...groups import Affine, Orthogonal
-from ...taxonomy import AbstractActivation, Taxonomy, maps_rays, register
+from ...taxonomy import AbstractActivation, Taxonomy, keeps_rays, maps_rays, register
 from ..._types import check_real
 from . import _functional as F
 from ._common import fixed, static_callable
@@ -285,4 +285,16 @@ class Squash(AbstractActivation):
 
 # σ(r) > 0 for every r > 0: each ray goes into itself (for the composition rules)
 for _cls in (IsotropicTanh, IsotropicLeakyReLU, IsotropicSoftLeakyReLU, Squash):
+    keeps_rays.register(_cls)(lambda _: True)
     maps_rays.register(_cls)(lambda _: True)
+
+
+@keeps_rays.register(IsotropicSinusoid)
+@maps_rays.register(IsotropicSinusoid)
+def _(a: IsotropicSinusoid) -> bool:
+    # f(x) = c(x)·x with c = σ(r)/r = 1 + λ sin(r)/r, and sin(r)/r ranges over [m, 1) on
+    # r > 0, m = cos(r*) ≈ −0.2172336 at r* ≈ 4.4934 (tan r* = r*): c > 0 for every
+    # x ≠ 0 exactly when −1 ≤ λ < −1/m ≈ 4.6033388 (the bound, rounded down here, has
+    # σ(r*) = 0). λ = −1 is left out: there c(x) = 1 − sin(r)/r → 0 at the origin
+    # (σ ~ r³/6), which floating point rounds to 0 for small x, so those lose their ray.
+    return -1.0 < a.lam < 4.603338848751699
