@@ -526,6 +526,49 @@ def test_hyperparameters_given_as_jax_values_say_they_are_static(library_checks_
                                   np.where(X64 >= 0, X64, 0.25 * X64).astype(np.float32))
 
 
+def _sinusoid_sigma_decimal(r: float, lam: float) -> tuple[float, float]:
+    """σ(r)/r = 1 + λ sin(r)/r and σ'(r) = 1 + λ cos r in 50-digit decimal arithmetic
+    (Taylor series of sin and cos), free of the cancellation near λ = −1."""
+    decimal.getcontext().prec = 50
+    rd, ld = decimal.Decimal(r), decimal.Decimal(lam)
+    sin, cos, term, k = decimal.Decimal(0), decimal.Decimal(0), decimal.Decimal(1), 0
+    while k < 200:
+        if k % 2 == 0:
+            cos += term if k % 4 == 0 else -term
+        else:
+            sin += term if k % 4 == 1 else -term
+        k += 1
+        term = term * rd / k
+    return float(1 + ld * sin / rd), float(1 + ld * cos)
+
+
+@pytest.mark.parametrize("lam", [-1.0, -1.0 + 1e-7, -0.999, 0.5])
+def test_isotropic_sinusoid_near_lambda_minus_one_is_accurate(lam):
+    """σ(r) = r + λ sin r for λ near −1 is r³/6 + (1 + λ) r near 0: the factor
+    σ(r)/r = (1 + λ) + λ (sin r/r − 1) and the slope σ'(r) = (1 + λ) − 2λ sin²(r/2) are
+    formed without cancelling 1 against λ sin r/r or λ cos r (which in float32 gave ~35%
+    error at r = 1e-3 for λ = −1). Values and the radial Jacobian entry against a
+    50-digit reference, in float32 and float64."""
+    rng = np.random.default_rng(11)
+    for r in (1e-4, 1e-3, 0.05, 0.5, 0.99, 3.0):
+        u = rng.normal(size=4)
+        u /= np.linalg.norm(u)
+        for dtype, rtol in ((jnp.float32, 2e-5), (jnp.float64, 1e-12)):
+            with jax.enable_x64(dtype == jnp.float64):
+                x = jnp.asarray(r * u, dtype)
+                xr = np.asarray(x, np.float64)
+                rr = float(np.linalg.norm(xr))
+                g, d = _sinusoid_sigma_decimal(rr, lam)
+                y = np.asarray(F.isotropic_sinusoid(x, lam), np.float64)
+                np.testing.assert_allclose(y, g * xr, rtol=rtol, atol=0, err_msg=str(r))
+                # the Jacobian along x̂ is σ'(r): x̂ᵀ J x̂ = σ'(r)
+                jac = np.asarray(jax.jacfwd(lambda v: F.isotropic_sinusoid(v, lam))(x),
+                                 np.float64)
+                uh = xr / rr
+                radial = uh @ jac @ uh
+                assert abs(radial - d) <= 8 * rtol * abs(d), (r, radial, d)
+
+
 def test_isotropic_second_derivatives_at_the_origin_and_elsewhere():
     """Hessians of Σf: 0 at the origin for isotropic tanh and the sinusoid (f(x) =
     c x + O(‖x‖³) there) and finite for the other radial forms; at a generic point equal
