@@ -189,19 +189,37 @@ UNDERCLAIMED_FILE = textwrap.dedent('''
 
 def test_a_float32_run_that_may_not_be_maximal_suggests_float64(tmp_path, capsys):
     """A supergroup broken only below float32 resolution (CoLU's scalings at ε = 1e-7) is
-    not refuted in float32: the CLI's "may not be maximal" report then suggests
-    `--dtype float64`; a float64 run has nothing to suggest."""
+    not refuted in float32: with an explicit `--dtype float32` the CLI's "may not be
+    maximal" report suggests `--dtype float64`; a float64 run has nothing to suggest;
+    by default the CLI checks again in float64 itself, and a declaration that is truly
+    not maximal fails there too."""
     from taxdl import cli
 
     path = tmp_path / "under.py"
     path.write_text(UNDERCLAIMED_FILE)
-    assert cli.main(["check", f"{path}:Underclaimed", "--n", "4", "--examples", "4"]) == 1
+    args = ["check", f"{path}:Underclaimed", "--n", "4", "--examples", "4"]
+    assert cli.main(args + ["--dtype", "float32"]) == 1
     out = capsys.readouterr().out
     assert "may not be maximal" in out and "--dtype float64" in out
-    assert cli.main(["check", f"{path}:Underclaimed", "--n", "4", "--examples", "4",
-                     "--dtype", "float64"]) == 1
+    assert cli.main(args + ["--dtype", "float64"]) == 1
     out = capsys.readouterr().out
     assert "may not be maximal" in out and "--dtype float64" not in out
+    assert cli.main(args) == 1
+    out = capsys.readouterr().out
+    assert "checking again in float64" in out and "(n=4, float64): FAILED" in out
+
+
+def test_colu_checks_by_default_with_a_float64_retry(capsys):
+    """`taxdl check taxdl.nn:CoLU` passes as documented: float32 cannot refute the cone
+    scalings at ε = 1e-7, so the CLI checks again in float64, where they fail."""
+    from taxdl import cli
+
+    args = ["check", "taxdl.nn:CoLU", "--examples", "8", "--samples", "256"]
+    assert cli.main(args) == 0
+    out = capsys.readouterr().out
+    assert "checking again in float64" in out and "(n=8, float64): PASSED" in out
+    assert cli.main(args + ["--dtype", "float32"]) == 1
+    assert "--dtype float64" in capsys.readouterr().out
 
 
 def test_check_defaults_n_only_when_the_dimension_is_required(monkeypatch, capsys):
