@@ -12,7 +12,8 @@ import taxdl
 import taxdl.nn as tnn
 from _models import np_chain
 from taxdl.diagnostics import align, best_element, interpolate, linear_assignment, loss_barrier
-from taxdl.groups import B, O, OrthogonalComplement, Permutation, SignedPermutation
+from taxdl.groups import (B, ConeGroup, EvenSignedPermutation, O, OrthogonalComplement,
+                          Permutation, SignedPermutation)
 
 N = 6
 
@@ -328,6 +329,84 @@ def test_aligned_models_have_no_barrier():
     before = loss_barrier(loss, m0, m1).barrier
     after = loss_barrier(loss, m0, align(m0, m1).model).barrier
     assert before > 0.1 and abs(after) < 1e-4
+
+
+@pytest.mark.parametrize("method", ["weights", "states"])
+def test_colu_alignment_leaves_a_model_and_undoes_a_cone_isometry(method):
+    """CoLU's sites move along Perm(G) × O(S−1)^G, whose inverse is the transpose: aligned
+    to itself a CoLU model stays in one sweep, and a copy moved by an element of that
+    group is moved back (weight matching scored with a matrix inverse, whose derivative
+    at I is −dP, moved the model away from itself and never converged)."""
+    m0 = tnn.MLP(5, [8], 3, activation=tnn.CoLU(cone_dim=4), key=jax.random.key(0))
+    data = jax.random.normal(jax.random.key(3), (64, 5))
+    same = align(m0, m0, method=method, data=data)
+    assert same.sweeps == 1 and same.converged
+    assert leaves_close(m0, same.model, 0.0)
+    group = ConeGroup(8, cone_dim=4, scalings=False)
+    m1 = tnn.apply_hidden(m0, 1, group.sample(jax.random.key(1), 1)[0], group)
+    assert not leaves_close(m0, m1, 1e-2)
+    moved_back = align(m0, m1, method=method, data=data)
+    assert moved_back.converged and leaves_close(m0, moved_back.model, 1e-5)
+
+
+def test_best_even_signed_permutation_is_the_maximiser():
+    """Dₙ (an even number of −1s): `best_element` maximises tr(Pᵀ S), against a
+    brute-force search over all of Dₙ (flipping the weakest sign of Bₙ's maximiser is
+    not always optimal)."""
+    import itertools
+
+    rng = np.random.default_rng(5)
+    for _ in range(60):
+        n = int(rng.integers(2, 5))
+        s = rng.normal(size=(n, n))
+        p = best_element(EvenSignedPermutation(n), s)
+        assert bool(EvenSignedPermutation(n).contains(
+            taxdl.groups.linear_element(jnp.asarray(p[None], jnp.float32)))[0])
+        best = max(sum(sg[i] * s[i, pm[i]] for i in range(n))
+                   for pm in itertools.permutations(range(n))
+                   for sg in itertools.product([-1, 1], repeat=n) if np.prod(sg) == 1)
+        np.testing.assert_allclose(np.trace(p.T @ s), best, rtol=1e-12)
+
+
+def test_loss_barrier_of_a_model_with_itself_is_zero():
+    """The interpolation θ₀ + s(θ₁ − θ₀) is exactly θ₀ for equal models, so the barrier
+    of a model with itself is 0 even where its loss is ~0 (the rounding of
+    (1 − s)θ₀ + sθ₀ made it +∞ or 110%)."""
+    lin = eqx.tree_at(lambda m: m.weight, eqx.nn.Linear(2, 1, use_bias=False,
+                                                         key=jax.random.key(0)),
+                      jnp.array([[0.1, 0.3]], jnp.float32))
+    x = jnp.eye(2)
+    y = jax.vmap(lin)(x)
+    loss = lambda m: jnp.mean((jax.vmap(m)(x) - y) ** 2)
+    b = loss_barrier(loss, lin, lin)
+    assert b.barrier == 0.0 and np.all(b.losses == 0.0)
+    m = tnn.MLP(5, [8], 3, activation="Tanh", key=jax.random.key(2))
+    xs = jax.random.normal(jax.random.key(4), (16, 5))
+    ys = jax.vmap(m)(xs)
+    assert loss_barrier(lambda k: jnp.mean((jax.vmap(k)(xs) - ys) ** 2), m, m,
+                        num=np.int64(5)).barrier == 0.0
+
+
+def test_alignment_and_barrier_refuse_mismatched_models():
+    narrow = tnn.MLP(5, [6], 3, activation="Tanh", key=jax.random.key(0))
+    wide = tnn.MLP(5, [8], 3, activation="Tanh", key=jax.random.key(0))
+    relu = tnn.MLP(5, [8], 3, activation="ReLU", key=jax.random.key(0))
+    for other in (narrow, relu):
+        with pytest.raises(ValueError, match="same architecture"):
+            align(wide, other)
+    with pytest.raises(ValueError, match="same structure and parameter shapes"):
+        loss_barrier(lambda m: 0.0, wide, narrow)
+    with pytest.raises(ValueError, match="`score` must be finite"):
+        linear_assignment(np.array([[1.0, np.nan], [0.0, 1.0]]))
+
+
+def test_weight_matching_reports_whether_it_converged():
+    m0 = tnn.MLP(5, [8, 8], 3, activation="IsotropicTanh", key=jax.random.key(0))
+    m1 = m0
+    for site, k in zip((1, 3), jax.random.split(jax.random.key(1))):
+        m1 = tnn.apply_hidden(m1, site, O(8).sample(k, 1)[0])
+    short = align(m0, m1, max_sweeps=1)
+    assert short.sweeps == 1 and not short.converged
 
 
 def test_stateful_parts_and_bad_arguments_are_refused_when_built(library_checks_only):

@@ -9,6 +9,7 @@ loss rises along the straight line between them.
 """
 
 import dataclasses
+import itertools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -31,6 +32,7 @@ from ..groups import (
     linear_element,
     ones_complement_basis,
 )
+from .._types import IntLike, check_int
 from ..nn.models import apply_hidden, hidden_states, parameter_symmetries
 
 # ----------------------------------------------------------------------- assignment
@@ -45,6 +47,9 @@ def linear_assignment(score: np.ndarray) -> np.ndarray:
     s = np.asarray(score, dtype=np.float64)
     if s.ndim != 2 or s.shape[0] != s.shape[1]:
         raise ValueError(f"`score` must be a square matrix, got shape {s.shape}.")
+    if not np.all(np.isfinite(s)):
+        raise ValueError("`score` must be finite; it holds NaN or infinite entries (a "
+                         "diverged model?).")
     n = s.shape[0]
     cost = s.max(initial=0.0) - s  # minimise
     inf = np.inf
@@ -83,11 +88,34 @@ def linear_assignment(score: np.ndarray) -> np.ndarray:
     return perm
 
 
+_ENUMERATED = 8  # Dₙ by enumeration of the n! permutations up to this n
+
+
+def _best_even_signed_permutation(s: np.ndarray) -> np.ndarray:
+    """The maximiser of tr(Pᵀ S) over Dₙ by enumeration: for each permutation π the best
+    signs are those of the matched entries, less the weakest one's when they hold an odd
+    number of −1s."""
+    n = s.shape[0]
+    perms = np.array(list(itertools.permutations(range(n))), dtype=int).reshape(-1, n)
+    picked = s[np.arange(n), perms]  # (n!, n)
+    mags = np.abs(picked)
+    odd = np.sum(picked < 0, axis=1) % 2 == 1
+    values = mags.sum(axis=1) - np.where(odd, 2 * mags.min(axis=1), 0.0)
+    best = int(np.argmax(values))
+    perm, signs = perms[best], np.where(picked[best] < 0, -1.0, 1.0)
+    if odd[best]:
+        signs[int(np.argmin(mags[best]))] *= -1
+    return signs[:, None] * np.eye(n)[perm]
+
+
 def best_element(group: AbstractGroup, score: Any) -> np.ndarray:
     """The matrix $P$ of the bound `group` maximising $\\operatorname{tr}(P^\\top S)$.
 
-    Permutations (Sₙ) by linear assignment; signed permutations (Bₙ, Dₙ) by assignment on
-    $|S|$ with the signs of the matched entries; O(n) by Procrustes ($P = UV^\\top$ for
+    Permutations (Sₙ) by linear assignment; signed permutations (Bₙ) by assignment on
+    $|S|$ with the signs of the matched entries; Dₙ (an even number of −1s) exactly by
+    enumeration for n ≤ 8, above that as Bₙ's maximiser with its weakest sign flipped when
+    it has an odd number of −1s (within $2\\min_i |S_{i\\,π_i}|$ of the maximum); O(n) by
+    Procrustes ($P = UV^\\top$ for
     $S = U\\Sigma V^\\top$, the maximiser nearest the identity when S is singular), SO(n)
     with the last singular direction flipped if needed, and O(n−1) (fixing the all-ones
     direction) by Procrustes in its complement basis.
@@ -99,6 +127,8 @@ def best_element(group: AbstractGroup, score: Any) -> np.ndarray:
         return np.eye(n)
     if isinstance(group, Permutation):
         return np.eye(n)[linear_assignment(s)]
+    if isinstance(group, EvenSignedPermutation) and n <= _ENUMERATED:
+        return _best_even_signed_permutation(s)
     if isinstance(group, (SignedPermutation, EvenSignedPermutation)):
         perm = linear_assignment(np.abs(s))
         signs = np.where(s[np.arange(n), perm] < 0, -1.0, 1.0)
@@ -183,11 +213,15 @@ class Alignment:
     - `model`: the second model moved along its parameter symmetries (same function).
     - `elements`: per site, the accumulated matrix applied to that hidden space.
     - `sweeps`: how many passes over the sites were made.
+    - `converged`: whether the last pass moved no site (weight matching stops there or at
+      `max_sweeps`; a result with `converged` False may improve with more sweeps). State
+      matching is one pass and always converged.
     """
 
     model: Any
     elements: dict
     sweeps: int
+    converged: bool = True
 
 
 def _inexact(tree):
@@ -268,10 +302,14 @@ def align(reference: Any, model: Any, *, method: str = "weights", data=None,
     if method == "states" and data is None:
         raise ValueError("method='states' needs `data`: a batch of inputs, shape (N, d).")
     syms = parameter_symmetries(model)
-    ref_sites = [s.site for s in parameter_symmetries(reference)]
-    if [s.site for s in syms] != ref_sites:
-        raise ValueError("`reference` and `model` have different parameter-symmetry sites; "
-                         "align two models of the same architecture.")
+    ref_syms = parameter_symmetries(reference)
+    if [(s.site, s.dim, s.group.name) for s in syms] != [
+            (s.site, s.dim, s.group.name) for s in ref_syms]:
+        raise ValueError("`reference` and `model` have different parameter-symmetry sites "
+                         "(hidden widths or groups); align two models of the same "
+                         "architecture.")
+    _same_parameters(eqx.filter(reference, eqx.is_inexact_array),
+                     eqx.filter(model, eqx.is_inexact_array))
     elements = {s.site: np.eye(s.dim) for s in syms}
     rng = np.random.default_rng(seed)
     sweeps = 0
@@ -299,7 +337,7 @@ def align(reference: Any, model: Any, *, method: str = "weights", data=None,
             elements[s.site] = p @ elements[s.site]
         if not changed:
             break
-    return Alignment(model, elements, sweeps)
+    return Alignment(model, elements, sweeps, converged=not changed)
 
 
 # ----------------------------------------------------------------------- barrier
@@ -308,8 +346,22 @@ def interpolate(model0: Any, model1: Any, s: float) -> Any:
     everything else is taken from `model0`)."""
     p0, static = eqx.partition(model0, eqx.is_inexact_array)
     p1, _ = eqx.partition(model1, eqx.is_inexact_array)
-    mixed = jax.tree_util.tree_map(lambda a, b: (1 - s) * a + s * b, p0, p1)
+    _same_parameters(p0, p1)
+    if s == 1:
+        return eqx.combine(p1, static)
+    # θ₀ + s(θ₁ − θ₀): exactly θ₀ when the models are equal ((1 − s)θ₀ + sθ₀ is not, by
+    # rounding, which eq 37's ratio magnifies where the end losses are near 0)
+    mixed = jax.tree_util.tree_map(lambda a, b: a + s * (b - a), p0, p1)
     return eqx.combine(mixed, static)
+
+
+def _same_parameters(p0, p1) -> None:
+    s0, s1 = jax.tree_util.tree_structure(p0), jax.tree_util.tree_structure(p1)
+    shapes = [(a.shape, b.shape) for a, b in zip(jax.tree_util.tree_leaves(p0),
+                                                  jax.tree_util.tree_leaves(p1))]
+    if s0 != s1 or any(a != b for a, b in shapes):
+        raise ValueError("`model0` and `model1` must have the same structure and parameter "
+                         "shapes (two models of one architecture).")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -327,7 +379,7 @@ class Barrier:
 
 
 def loss_barrier(loss: Callable[[Any], Any], model0: Any, model1: Any,
-                 num: int = 11) -> Barrier:
+                 num: IntLike = 11) -> Barrier:
     """The loss barrier of the linear interpolation between two models (CoLU paper eq 37):
 
     $$\\sup_{s\\in[0,1]} B(s),\\qquad
@@ -344,8 +396,7 @@ def loss_barrier(loss: Callable[[Any], Any], model0: Any, model1: Any,
     and positive when the loss rises between the models (+inf where both end losses are
     0 and the path's is not). Raises `ValueError` when an end loss is negative or NaN.
     """
-    if not isinstance(num, int) or num < 2:
-        raise ValueError(f"`num` must be an integer >= 2, got {num!r}.")
+    num = check_int(num, "num", who="loss_barrier", minimum=2)
     s = np.linspace(0.0, 1.0, num)
     losses = np.array([float(loss(interpolate(model0, model1, float(t)))) for t in s])
     if not (losses[0] >= 0 and losses[-1] >= 0):

@@ -477,6 +477,15 @@ class ConeGroup(AbstractNoncompactGroup):
         return linear_element(cone_matrices(key, num, self.n, axes, bodies, self.scalings,
                                             self.shared_axis, dtype))
 
+    def inverse(self, element: Element) -> Element:
+        """The inverse element: the transpose for the isometric part (`scalings=False`,
+        permutations and rotations: orthogonal matrices), so that its derivative is
+        too (a matrix inverse differentiates to −dP at the identity, not dPᵀ); a matrix
+        inverse with scalings."""
+        if not self.scalings:
+            return linear_element(jnp.swapaxes(element.matrix, -1, -2))
+        return super().inverse(element)
+
     def _contains(self, element, atol):
         m = element.matrix
         g, s = self.num_cones, self.cone_dim
