@@ -151,13 +151,70 @@ def test_demo_runs_with_tiny_settings(tmp_path, capsys):
                                                             ("digits1d", "tanh")}
     for r in results:
         assert len(r["test_loss"]) == 2 and all(np.isfinite(r["test_loss"]))
-        assert r["steps"] >= 6 and r["symmetry"] == "B_n"
+        assert r["steps"] == 6 and r["symmetry"] == "B_n"
         assert len(r["curve_step"]) == len(r["curve_test"][0])
     acc = [r for r in results if r["task"] == "digits1d"][0]["metric"]
     assert all(0.0 <= a <= 1.0 for a in acc)
     for name in ("results.md", "learning_curves.png", "rotation.png",
                  "figure1_tanh_vs_isotropic.png", "deflection.png"):
         assert (out / name).exists(), name
+
+
+def test_demo_trains_exactly_the_steps_asked(tmp_path, capsys):
+    """21 steps in 20 curve points: chunks of 2 steps and a last chunk of 1 (the steps were
+    rounded up to 22); results.json, the header and the curve report 21."""
+    out = tmp_path / "demo"
+    assert cli.main(["demo", "--tasks", "rotation", "--variants", "relu", "--steps", "21",
+                     "--seeds", "2", "--no-plots", "--quiet", "--output", str(out)]) == 0
+    assert "21 steps" in capsys.readouterr().out
+    (r,) = json.loads((out / "results.json").read_text())
+    assert r["steps"] == 21 and r["curve_step"][-1] == 21
+    assert r["curve_step"] == sorted(set(r["curve_step"]))
+    assert len(r["curve_step"]) == len(r["curve_test"][0])
+
+
+def test_train_variant_counts_every_step_once():
+    from taxdl._cli.demo import VARIANTS, _Progress, train_variant
+
+    progress = _Progress(5, quiet=True)
+    r = train_variant(load_task("rotation"), VARIANTS[0], steps=5, seeds=1, batch_size=8,
+                      learning_rate=1e-2, progress=progress, points=2)
+    assert r.steps == 5 and r.curve_step == [3, 5] and progress.done == 5
+    assert np.asarray(r.curve_test).shape == (1, 2)
+
+
+def test_demo_runs_a_repeated_task_once(tmp_path, capsys):
+    out = tmp_path / "demo"
+    assert cli.main(["demo", "--tasks", "rotation,rotation", "--variants", "relu,relu",
+                     "--steps", "1", "--seeds", "1", "--no-plots", "--quiet",
+                     "--output", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "1 model × 1 task × 1 seed" in text and ", 1 step\n" in text
+    assert text.count("rotation: rotation by") == 1
+    results = json.loads((out / "results.json").read_text())
+    assert [(r["task"], r["variant"]) for r in results] == [("rotation", "relu")]
+
+
+def test_demo_removes_its_own_stale_files_only(tmp_path, capsys):
+    """An earlier run's figures are removed (here --no-plots draws none); files that are
+    not the demo's own, and a folder with a figure's name, stay."""
+    out = tmp_path / "demo"
+    out.mkdir()
+    stale = ["rotation.png", "learning_curves.png", "figure1_tanh_vs_isotropic.png",
+             "results.md"]
+    for name in stale:
+        (out / name).write_text("old")
+    (out / "deflection.png").mkdir()
+    keep = ["notes.txt", "rotation.png.bak", "my_results.json"]
+    for name in keep:
+        (out / name).write_text("mine")
+    assert cli.main(["demo", "--tasks", "rotation", "--variants", "relu", "--steps", "1",
+                     "--seeds", "1", "--no-plots", "--quiet", "--output", str(out)]) == 0
+    assert "removed" in capsys.readouterr().out
+    assert sorted(p.name for p in out.iterdir()) == sorted(
+        keep + ["deflection.png", "results.json", "results.md"])
+    assert (out / "results.md").read_text() != "old"
+    assert all((out / name).read_text() == "mine" for name in keep)
 
 
 @pytest.mark.parametrize("argv", [

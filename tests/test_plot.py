@@ -70,3 +70,15 @@ def test_figures_render(tmp_path):
     ang = np.arctan2(iso[:, 1], iso[:, 0])
     ang = ang[np.linalg.norm(iso, axis=1) > 1e-3]
     assert np.ptp(np.mod(ang, np.pi)) < 1e-4
+
+
+@pytest.mark.parametrize("draw, match", [
+    (lambda: plot.rotation_figure({}, np.eye(3), np.zeros((1, 4, 3))), "`models`"),
+    (lambda: plot.deflection_figure({}), "`activations`"),
+    (lambda: plot.deflection_figure({"tanh": tnn.Tanh()}, directions=[]), "`directions`"),
+    (lambda: plot.learning_curves_figure({}), "`curves`"),
+    (lambda: plot.learning_curves_figure({"task": {}}), "`curves\\['task'\\]`"),
+])
+def test_figures_reject_empty_inputs(draw, match):
+    with pytest.raises(ValueError, match=match + " must be non-empty"):
+        draw()

@@ -16,6 +16,11 @@ from collections.abc import Callable
 from typing import Any
 
 DEFAULT_OUTPUT = "taxdl-demo-output"
+# every file the demo writes into --output; an earlier run's files among these that a new
+# run does not write (e.g. rotation.png when the rotation task is not run) are removed
+RESULT_FILES = ("results.md", "results.json")
+FIGURE_FILES = ("learning_curves.png", "rotation.png", "figure1_tanh_vs_isotropic.png",
+                "deflection.png")
 DEFAULT_STEPS = {"rotation": 2000, "digits1d": 3000, "digits": 2000}
 WIDTHS = {"rotation": (3,), "digits1d": (64, 64), "digits": (64,)}
 # the rotation MLP is the paper's x ↦ w λ(w'x), without biases (CoLU paper §5.1)
@@ -65,8 +70,11 @@ def add_arguments(parser) -> None:
                         help="Adam/AdaSGD learning rate (default: per task, "
                              + ", ".join(f"{k} {v:g}" for k, v in LEARNING_RATE.items()) + ")")
     parser.add_argument("--output", default=DEFAULT_OUTPUT,
-                        help=f"folder for plots and results (default {DEFAULT_OUTPUT}/; "
-                             "the files of an earlier run there are replaced)")
+                        help=f"folder for plots and results (default {DEFAULT_OUTPUT}/); "
+                             "the demo's own files from an earlier run there ("
+                             + ", ".join(RESULT_FILES + FIGURE_FILES) + ") are replaced, "
+                             "or removed when this run does not write them; no other file "
+                             "is touched")
     parser.add_argument("--no-plots", action="store_true", help="skip the figures")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
@@ -267,7 +275,9 @@ def _train(task, variant, steps, seeds, batch_size, learning_rate, progress, poi
 
     points = max(1, min(points, steps))
     chunk = math.ceil(steps / points)
-    chunks = math.ceil(steps / chunk)  # steps are rounded up to a whole number of chunks
+    # whole chunks of `chunk` steps and a shorter last chunk when `chunk` does not divide
+    # `steps`: exactly `steps` steps in all
+    sizes = [min(chunk, steps - start) for start in range(0, steps, chunk)]
 
     if not classify:
         ring = jnp.asarray(task.extras["rings"][-1])
@@ -283,30 +293,39 @@ def _train(task, variant, steps, seeds, batch_size, learning_rate, progress, poi
         return tr, te, me
 
     @jax.jit
-    def run(p, s, key):
-        """`chunk` steps for every seed, then the evaluation: one compiled program."""
-        def body(carry, k):
+    def run(p, s, key, size):
+        """The first `size` (≤ `chunk`) steps of a chunk for every seed, then the
+        evaluation: one compiled program for every chunk, the shorter last one included
+        (the steps past `size` are skipped)."""
+        def step(carry, k):
             p, s, _ = jax.vmap(one_step)(*carry, jax.random.split(k, seeds))
-            return (p, s), None
+            return p, s
 
-        p, s = jax.lax.scan(body, (p, s), jax.random.split(key, chunk))[0]
+        def body(carry, xs):
+            i, k = xs
+            return jax.lax.cond(i < size, step, lambda c, _: c, carry, k), None
+
+        xs = (jnp.arange(chunk), jax.random.split(key, chunk))
+        p, s = jax.lax.scan(body, (p, s), xs)[0]
         return p, s, evaluate(p)
 
     key = jax.random.key(1234)
     curve_step, curve_test = [], []
     if progress is not None:
         progress.describe(f"{task.name}/{variant.name}")
-    for i in range(chunks):
+    done = 0
+    for size in sizes:
         key, sub = jax.random.split(key)
-        stacked, states, metrics = run(stacked, states, sub)
-        curve_step.append((i + 1) * chunk)
+        stacked, states, metrics = run(stacked, states, sub, size)
+        done += size
+        curve_step.append(done)
         curve_test.append(np.asarray(metrics[1], np.float64))
         if progress is not None:
-            progress.update(chunk)
+            progress.update(size)
     tr, te, me = (np.asarray(a, np.float64) for a in metrics)
     first = eqx.combine(jax.jit(lambda p: jax.tree_util.tree_map(lambda a: a[0], p))(stacked),
                         static)
-    return Result(task.name, variant.name, seeds, chunks * chunk, tr.tolist(), te.tolist(),
+    return Result(task.name, variant.name, seeds, done, tr.tolist(), te.tolist(),
                   "accuracy" if classify else "boundary distortion", me.tolist(),
                   time.perf_counter() - t0, symmetry, curve_step,
                   np.stack(curve_test, axis=1).tolist(), first, eqx.combine(stacked, static))
@@ -351,10 +370,11 @@ def format_markdown(rows: list[list[str]]) -> str:
     return "\n".join(out)
 
 
-def _plots(results: list[Result], tasks: dict, out: str) -> list[str]:
+def _plots(results: list[Result], tasks: dict, out: str, written: list[str]) -> None:
+    """Draw the figures (names in `FIGURE_FILES`) into `out`; append each path written to
+    `written` as soon as it is written."""
     from .. import plot
 
-    written = []
 
     def save(fig, name):
         path = os.path.join(out, name)
@@ -382,14 +402,14 @@ def _plots(results: list[Result], tasks: dict, out: str) -> list[str]:
             acts[v.name] = _activation_factory(v, "plane")(2)
     if acts:
         save(plot.deflection_figure(acts), "deflection.png")
-    return written
 
 
 # ----------------------------------------------------------------------- entry point
 def _select(text: str | None, valid: list[str], what: str) -> list[str] | None:
     if text is None:
         return None
-    chosen = [t.strip() for t in text.split(",") if t.strip()]
+    # repeated names count once, in the order of their first appearance
+    chosen = list(dict.fromkeys(t.strip() for t in text.split(",") if t.strip()))
     bad = [c for c in chosen if c not in valid]
     if bad or not chosen:
         raise ValueError(f"unknown {what} {bad or text!r}; choose from {', '.join(valid)}.")
@@ -448,7 +468,7 @@ def run(args) -> int:
     for t in tasks:
         print(f"  {t}: {loaded[t].description}; {len(loaded[t].x_train)} train / "
               f"{len(loaded[t].x_test)} test examples, MLP widths {list(WIDTHS[t])}, "
-              f"{steps[t]} steps")
+              f"{_count(steps[t], 'step')}")
     for note in notes:
         print(f"  note: {note}")
     progress = _Progress(sum(steps[t] for t in tasks) * len(variants), args.quiet)
@@ -478,8 +498,31 @@ def run(args) -> int:
     written = [os.path.join(args.output, n) for n in ("results.md", "results.json")]
     if not args.no_plots:
         try:
-            written += _plots(results, loaded, args.output)
+            _plots(results, loaded, args.output, written)
         except ImportError as err:
             print(f"taxdl demo: no figures ({err}).", file=sys.stderr)
     print("wrote " + ", ".join(written))
+    removed = _remove_stale(args.output, written)
+    if removed:
+        print("removed " + ", ".join(removed) + " (an earlier run's; not written by this one)")
     return 0
+
+
+def _remove_stale(out: str, written: list[str]) -> list[str]:
+    """Remove the demo's own files (`RESULT_FILES`, `FIGURE_FILES`) in `out` that this run
+    did not write; only regular files (and links) of those names, nothing else."""
+    keep = {os.path.normpath(p) for p in written}
+    removed = []
+    for name in RESULT_FILES + FIGURE_FILES:
+        path = os.path.join(out, name)
+        if os.path.normpath(path) in keep:
+            continue
+        if os.path.islink(path) or os.path.isfile(path):
+            try:
+                os.remove(path)
+            except OSError as err:
+                print(f"taxdl demo: cannot remove the earlier run's {path}: {err}",
+                      file=sys.stderr)
+                continue
+            removed.append(path)
+    return removed

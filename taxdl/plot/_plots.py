@@ -30,6 +30,12 @@ def save(fig, path) -> None:
     fig.savefig(path, dpi=150)
 
 
+def _non_empty(value, name: str) -> None:
+    """A clear error for an empty mapping or sequence (matplotlib's own is about columns)."""
+    if len(value) == 0:
+        raise ValueError(f"`{name}` must be non-empty: there is nothing to draw.")
+
+
 def _apply(f: Callable, points: np.ndarray) -> np.ndarray:
     """`f` on each row of `points`, in one compiled call."""
     import equinox as eqx
@@ -94,12 +100,16 @@ def deflection_figure(activations: Mapping[str, Callable], alphas: Any = None,
       outside the positive quadrant, where ReLU refracts).
 
     **Returns:** a matplotlib `Figure` with one panel per activation.
+
+    **Raises:** `ValueError` when `activations` or `directions` is empty.
     """
+    _non_empty(activations, "activations")
     if alphas is None:
         alphas = np.linspace(0.01, 6.0, 200)
     if directions is None:
         directions = [(math.cos(math.radians(t)), math.sin(math.radians(t)))
                       for t in (15.0, 60.0, 120.0)]
+    _non_empty(directions, "directions")
     fig = _figure(3.2 * len(activations), 2.8)
     axes = fig.subplots(1, len(activations), squeeze=False)[0]
     for ax, (name, f) in zip(axes, activations.items()):
@@ -194,9 +204,14 @@ def learning_curves_figure(curves: Mapping[str, Mapping[str, Mapping[str, Any]]]
     - `metric`: which series to draw; `log`: logarithmic y axis.
 
     **Returns:** a matplotlib `Figure`.
+
+    **Raises:** `ValueError` when `curves`, or a task's models, is empty.
     """
-    fig = _figure(4.0 * max(1, len(curves)), 3.2)
-    axes = fig.subplots(1, max(1, len(curves)), squeeze=False)[0]
+    _non_empty(curves, "curves")
+    for task, models in curves.items():
+        _non_empty(models, f"curves[{task!r}]")
+    fig = _figure(4.0 * len(curves), 3.2)
+    axes = fig.subplots(1, len(curves), squeeze=False)[0]
     for ax, (task, models) in zip(axes, curves.items()):
         for name, c in models.items():
             step = np.asarray(c["step"])
@@ -232,7 +247,10 @@ def rotation_figure(models: Mapping[str, Callable], rotation: Any, rings: Any,
     - `titles`: optional extra title text per model (e.g. the boundary error).
 
     **Returns:** a matplotlib `Figure`.
+
+    **Raises:** `ValueError` when `models` is empty.
     """
+    _non_empty(models, "models")
     r = np.asarray(rotation, np.float64)
     rings = np.asarray(rings, np.float64)
     fig = _figure(2.8 * len(models), 3.0)
