@@ -400,6 +400,36 @@ def test_alignment_and_barrier_refuse_mismatched_models():
         linear_assignment(np.array([[1.0, np.nan], [0.0, 1.0]]))
 
 
+def test_alignment_through_normaliser_and_gmp_sites():
+    """A normaliser's site ((ℝ×,+λ1) × O(n−1) before a scalar LayerNorm, {±I} × O(n−1)
+    after it) is aligned along O(n−1), and a GmP MLP's sites (Bₙ, Sₙ⋉(ℝ×)ⁿ) along signed
+    permutations by state matching: each moved copy is moved back (both raised
+    NotImplementedError). Weight matching refuses GmP layers, whose angles are not
+    linear in P."""
+    def normalised(k):
+        return tnn.Sequential([tnn.Linear(4, N, key=jax.random.key(k)), tnn.ScalarLayerNorm(N),
+                               tnn.IsotropicTanh(), tnn.Linear(N, 3, key=jax.random.key(k + 1))])
+
+    m0, group = normalised(0), OrthogonalComplement(N)
+    m1 = m0
+    for site, k in ((1, 5), (2, 6)):
+        m1 = tnn.apply_hidden(m1, site, group.sample(jax.random.key(k), 1)[0], group)
+    assert not leaves_close(m0, m1, 1e-2)
+    result = align(m0, m1, max_sweeps=50)
+    assert result.converged and leaves_close(m0, result.model, 1e-5)
+    gm = tnn.MLP(4, [N, N], 3, activation="Tanh", parameterization="gmp",
+                 key=jax.random.key(0))
+    moved = gm
+    for site, k in zip((1, 2), jax.random.split(jax.random.key(1))):
+        moved = tnn.apply_hidden(moved, site, SignedPermutation(N).sample(k, 1)[0],
+                                 SignedPermutation(N))
+    assert not leaves_close(gm, moved, 1e-2)
+    data = jax.random.normal(jax.random.key(3), (64, 4))
+    assert leaves_close(gm, align(gm, moved, method="states", data=data).model, 1e-5)
+    with pytest.raises(ValueError, match="GmP layers.*method='states'"):
+        align(gm, moved)
+
+
 def test_weight_matching_reports_whether_it_converged():
     m0 = tnn.MLP(5, [8, 8], 3, activation="IsotropicTanh", key=jax.random.key(0))
     m1 = m0

@@ -26,8 +26,13 @@ from ..groups import (
     Orthogonal,
     OrthogonalComplement,
     Permutation,
+    PointReflection,
+    Product,
+    ScaleShift,
+    Scaling,
     SignedPermutation,
     SpecialOrthogonal,
+    Translation,
     Trivial,
     linear_element,
     ones_complement_basis,
@@ -262,13 +267,31 @@ def _state_score(reference, model, site: int, data) -> np.ndarray:
 _apply_hidden = eqx.filter_jit(apply_hidden)
 
 
+def _has_gmp_layers(model) -> bool:
+    """Whether `model` holds a layer in geometric parameterisation (GmP*)."""
+    def gmp(x):
+        return isinstance(x, eqx.Module) and type(x).__name__.startswith("GmP")
+
+    return any(gmp(leaf) for leaf in jax.tree_util.tree_leaves(model, is_leaf=gmp))
+
+
 def _isometric_part(group: AbstractGroup) -> AbstractGroup:
     """The group alignment searches: the isometric part of a site's group (permutations of
-    the positive monomials, the cone group without its scalings). The weight score is the
+    the positive monomials, signed permutations of the monomials, the cone group without
+    its scalings), and for a product with scalars or shifts along 1 (a normaliser's site,
+    (ℝ×,+λ1) × O(n−1) or {±I} × O(n−1)) that of its other factor. The weight score is the
     derivative of a score linear in P only when P⁻¹ = Pᵀ, and `best_element` returns
     isometries anyway."""
+    if isinstance(group, Product):
+        rest = [f for f in group.factors if not isinstance(
+            f, (Scaling, PointReflection, ScaleShift, Translation))]
+        if len(rest) == 1:
+            return _isometric_part(rest[0])
+        return group
     if type(group).__name__ == "PositiveMonomial":
         return Permutation()
+    if type(group).__name__ == "Monomial":
+        return SignedPermutation()
     if isinstance(group, ConeGroup) and group.scalings:
         return dataclasses.replace(group, n=None, scalings=False)
     return group
@@ -289,7 +312,10 @@ def align(reference: Any, model: Any, *, method: str = "weights", data=None,
       in random order until no site moves by more than `tol` (max-norm of $P - I$), at
       most `max_sweeps` passes.
     - For both, a site moves along the isometric part of its group: the permutations of
-      ReLU's positive monomials, the cone group of CoLU without its scalings.
+      ReLU's positive monomials, the signed permutations of the monomials (a GmP layer's
+      site), the cone group of CoLU without its scalings, and for a normaliser's site
+      ((ℝ×,+λ1) × O(n−1), {±I} × O(n−1)) the factor without scalars and shifts.
+      Weight matching needs affine layers around the sites and refuses GmP layers.
     - `method="states"` (Algorithm 2, state matching): the score is
       $\\sum_x z_0(x)^\\top P z_1(x)$ over the hidden states at the site for the inputs
       `data` (a batch, shape (N, d)), sites in forward order, one pass (a site whose
@@ -310,6 +336,10 @@ def align(reference: Any, model: Any, *, method: str = "weights", data=None,
                          "architecture.")
     _same_parameters(eqx.filter(reference, eqx.is_inexact_array),
                      eqx.filter(model, eqx.is_inexact_array))
+    if method == "weights" and _has_gmp_layers(model):
+        raise ValueError("weight matching needs affine layers around each site (its score "
+                         "⟨θ₀, P·θ₁⟩ is linear in P only then); this model has GmP layers, "
+                         "whose angles are not: use method='states'.")
     elements = {s.site: np.eye(s.dim) for s in syms}
     rng = np.random.default_rng(seed)
     sweeps = 0
