@@ -833,3 +833,13 @@ def test_relieve_map_pressure_clears_compiled_programs_past_the_threshold(monkey
         with pytest.raises(ValueError, match="`fraction` must be in \\(0, 1\\]"):
             relieve_map_pressure(bad)
 
+
+
+def test_a_map_between_dimensions_points_to_a_checkable_form():
+    """A primitive ℝ³ → ℝ⁵ whose E cell names no output representation cannot be checked
+    as it is; the error says why and what to check instead, and the suggested Sequential
+    (whose inferred E cell is the scalar part) passes."""
+    layer = tnn.GmPLinear(3, 5, key=jax.random.key(0))
+    with pytest.raises(ValueError, match="cannot be checked.*scalar part.*Sequential"):
+        check(layer, **FAST)
+    assert check(tnn.Sequential([layer]), **FAST).passed

@@ -1204,9 +1204,13 @@ def check_cell(ctx: Context, generation: Generation, flavour: Flavour, cell: Cel
         if cell.trivial:
             result.status, result.note = "skipped", f"not applicable: {err}"
             return result
+        hint = (" (an E cell of a map between different dimensions holds only as its "
+                "scalar part: check the primitive with equal input and output dimensions, "
+                "or inside a taxdl.nn.Sequential, whose inferred E cell is that part)"
+                if flavour is Flavour.EQUIVARIANT and "differs from output dimension"
+                in str(err) else "")
         raise ValueError(f"{ctx.name}: the {result.label} cell cannot be checked: "
-                         f"{str(err).rstrip('.')}.") \
-            from None
+                         f"{str(err).rstrip('.')}{hint}.") from None
     if not cell.trivial:
         try:
             _verify(ctx, mode, kind, flavour, plan, result)
