@@ -368,6 +368,23 @@ def test_ray_operations_and_box_clip_propagate_nan_rows():
 
 
 
+@pytest.mark.parametrize("dtype", [jnp.float32, jnp.float64])
+def test_isotropic_multiply_keeps_the_component_along_a_tiny_n(dtype):
+    """‖n‖ below the dtype's ε: the component of x along n̂ is scaled by ‖n‖, not lost
+    (x + (‖n‖ − 1)(x·n̂)n̂ rounds ‖n‖ − 1 to −1 there). f(x, n) and its Jacobian in x
+    against eq 58 in float64 for x ∥ n, where the projection is exact."""
+    with jax.enable_x64(dtype == jnp.float64):
+        for scale in (1e-8, 1e-20):
+            x = jnp.asarray([1.0, 0.0, 0.0], dtype)
+            n = jnp.asarray([scale, 0.0, 0.0], dtype)
+            np.testing.assert_allclose(np.asarray(tf.isotropic_multiply(x, n), np.float64),
+                                       [scale, 0.0, 0.0], rtol=1e-6)
+            jac = np.asarray(jax.jacfwd(tf.isotropic_multiply)(x, n), np.float64)
+            np.testing.assert_allclose(jac, np.diag([scale, 1.0, 1.0]), rtol=1e-6)
+            grad = np.asarray(jax.grad(lambda v: tf.isotropic_multiply(v, n)[0])(x))
+            np.testing.assert_allclose(grad, [scale, 0.0, 0.0], rtol=1e-6)
+
+
 def test_isotropic_multiply_overflows_only_along_n():
     """Where (‖n‖ − 1)(x·n̂) overflows, the true result is ±∞ only in the components
     along n̂: the others keep x's (here 0 off the support of n, where an ∞·0 would give

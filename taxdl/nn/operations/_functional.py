@@ -213,16 +213,21 @@ def _multiply(x, n):
 
 
 def _multiply_value(x, u, r, s, ps):
-    """$x + (r - 1)(x\\cdot\\hat n)\\hat n$ with $x\\cdot\\hat n = s\\,p'$. (‖n‖ − 1)(x·n̂) can
-    overflow where each factor does not: multiplied in last, it gives ±∞ only along n̂
-    (an overflow of the true value), never ∞·0 off it."""
-    return x + (r - 1) * ((ps * u) * s)
+    """$(x - a) + r\\,a$ with $a = (x\\cdot\\hat n)\\hat n$, $x\\cdot\\hat n = s\\,p'$: the
+    component along n̂ scaled by r without forming r − 1, which rounds to −1 for
+    ‖n‖ below the dtype's ε and lost that component (x = e₁, n = 1e-8 e₁ gave 0 in
+    float32). r·a can overflow where neither factor does: multiplied in last, it gives
+    ±∞ only along n̂ (an overflow of the true value), never ∞·0 off it."""
+    along = (ps * u) * s
+    return (x - along) + r * along
 
 
 @_multiply.defjvp
 def _multiply_jvp(primals, tangents):
-    """$dy = dx + (r - 1)(\\hat n\\cdot dx)\\hat n + s\\,B(dn)$ with, for $w = \\hat n\\cdot dn$
-    and $c = 1 - 1/r$ (r = ‖n‖), $B(dn) = \\big(w p' + c\\,(x'\\cdot dn - 2p'w)\\big)\\hat n
+    """$dy = dx + (r - 1)(\\hat n\\cdot dx)\\hat n + s\\,B(dn)$ (its first terms formed as
+    $(dx - (\\hat n\\cdot dx)\\hat n) + r(\\hat n\\cdot dx)\\hat n$, see `_multiply_value`)
+    with, for $w = \\hat n\\cdot dn$ and $c = 1 - 1/r$ (r = ‖n‖),
+    $B(dn) = \\big(w p' + c\\,(x'\\cdot dn - 2p'w)\\big)\\hat n
     + c\\,p'\\,dn$: the derivative of $(r - 1)(x\\cdot\\hat n)\\hat n$ in n, of size ‖x‖.
 
     The power of two s is applied as $s_a s_b$ (each about √s), $s_a$ to dn before B and
@@ -240,7 +245,13 @@ def _multiply_jvp(primals, tangents):
     t = jnp.sum(xs * dns, axis=-1, keepdims=True)
     c = 1 - inverse_or_zero(r)
     bend = (w * ps + c * (t - 2 * ps * w)) * u + (c * ps) * dns
-    dy = dx + (r - 1) * (jnp.sum(u * dx, axis=-1, keepdims=True) * u) + bend * sb
+    # the two uses of n̂·dx are separate sums, written along-term first: reverse mode
+    # adds the transposed terms to the cotangent v in reverse order, v − (n̂·v)n̂ before
+    # r(n̂·v)n̂ (a shared sum would form (r − 1)(n̂·v), and the other order v + r(n̂·v)n̂,
+    # both losing the component along n̂ for r below the dtype's ε)
+    along = r * (jnp.sum(u * dx, axis=-1, keepdims=True) * u)
+    perp = dx - jnp.sum(u * dx, axis=-1, keepdims=True) * u
+    dy = perp + along + bend * sb
     return y, dy
 
 
