@@ -42,8 +42,7 @@ def _not_a_jax_value(value, message: str) -> None:
     if isinstance(value, jax.core.Tracer):
         raise TypeError(message[:-1] + ": a traced JAX value, but hyperparameters are "
                         "static Python or NumPy numbers (a learnable quantity belongs in a "
-                        "module's array fields, e.g. a σ holding arrays for the isotropic "
-                        "form).")
+                        "module's array fields).")
     if isinstance(value, jax.Array):
         raise TypeError(message[:-1] + ": a JAX array, but hyperparameters are static "
                         "Python or NumPy numbers (pass float(value)).")

@@ -402,6 +402,18 @@ def test_isotropic_multiply_overflows_only_along_n():
 
 
 
+def test_box_clip_of_infinite_rows_is_the_limit():
+    """A row with infinite components is clipped to b times their signs, the limit of
+    b x/‖x‖∞ (∞/∞ gave NaN there); finite and NaN rows as before."""
+    inf = np.inf
+    x = jnp.asarray([[inf, 1.0, 0.0], [-inf, inf, 3.0], [np.nan, 1.0, 0.0], [3.0, 1.0, 0.0]],
+                    jnp.float32)
+    y = np.asarray(jax.jit(lambda v: tf.box_clip(v, 2.0))(x))
+    np.testing.assert_array_equal(y[:2], [[2.0, 0.0, 0.0], [-2.0, 2.0, 0.0]])
+    assert np.all(np.isnan(y[2]))
+    np.testing.assert_allclose(y[3], [2.0, 2.0 / 3.0, 0.0], rtol=1e-6)
+
+
 def test_ray_operations_and_box_clip_near_the_largest_float32():
     """At magnitudes above 2¹²⁶ a division by the largest component would multiply by a
     reciprocal that CPUs flush to 0 (turning isotropic min/max into the identity and the

@@ -315,7 +315,8 @@ def box_clip(x: Float[Array, "*b n"], bound: float = 1.0) -> Float[Array, "*b n"
     Eq 60 writes $\\max_i(x\\cdot\\hat e_i)$; with a negative largest coordinate that would
     flip the vector, so the magnitude $\\max_i|x\\cdot\\hat e_i|$ is used, which is what the
     text describes ("projected back onto the boundary along a line between the origin
-    and the original coordinate"). $f(0) = 0$; a row holding a NaN is NaN throughout.
+    and the original coordinate"). $f(0) = 0$; a row holding a NaN is NaN throughout; a
+    row with infinite components is b times the signs of those (the limit of b x/‖x‖∞).
 
     **Symmetry:** Bₙ-equivariant (the box is not rotation-invariant).
     """
@@ -333,6 +334,9 @@ def _box_clip_given(x, bound: float, m):
     # b/m itself is subnormal for m ≳ 2¹²⁶ in float32 and flushed to 0 on CPUs
     q = jax.lax.stop_gradient(power_of_two_near(m))
     ratio = _safe_ratio(x / q, m / q, clip)
+    # a row with infinite components goes to the limit of x/‖x‖∞: ±1 at those, 0 at the
+    # finite ones (∞/∞ would be NaN)
+    ratio = jnp.where(jnp.isinf(m), jnp.where(jnp.isinf(x), jnp.sign(x), 0), ratio)
     return jnp.where(clip, jnp.asarray(bound, x.dtype) * ratio, x).astype(x.dtype)
 
 
