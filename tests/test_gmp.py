@@ -2,6 +2,8 @@
 initialisation (Remark 3.5), GmPConv and Input Mean Normalisation (Remark 3.6), against
 independent NumPy float64 evaluations of the paper's formulas."""
 
+import functools as ft
+import pathlib
 import re
 
 import equinox as eqx
@@ -494,6 +496,27 @@ def test_conv_matches_patchwise_gmp():
                                            np.linspace(0.5, 2.0, 4), stride=2), atol=1e-13)
 
 
+def test_conv_applies_an_isotropic_activation_across_channels():
+    """GmPConv's σ acts on each pixel's channel vector: with isotropic tanh the output at
+    every pixel is r ⊙ tanh(‖z‖) z/‖z‖ for z the pixel's pre-activations over the output
+    channels (NumPy float64); it took the norm along the image width."""
+    with jax.enable_x64(True):
+        conv = GmPConv(3, 4, (2, 3), stride=2, activation=tnn.IsotropicTanh(),
+                       key=jax.random.key(0), dtype=jnp.float64)
+        lam, r = np.linspace(-0.3, 0.3, 4), np.linspace(0.5, 2.0, 4)
+        conv = eqx.tree_at(lambda c: (c.lam, c.r), conv, (jnp.asarray(lam), jnp.asarray(r)))
+        x = np.random.default_rng(8).standard_normal((3, 7, 8))
+        y = np.asarray(conv(jnp.asarray(x)))
+        u = u_ref(np.asarray(conv.theta)).reshape(4, 3, 2, 3)
+    z = np.zeros((4, 3, 3))  # the pre-activations u ⋆ x + λ at the 3 × 3 output pixels
+    for i in range(3):
+        for j in range(3):
+            patch = x[:, 2 * i:2 * i + 2, 2 * j:2 * j + 3]
+            z[:, i, j] = np.tensordot(u, patch, axes=3) + lam
+    norm = np.linalg.norm(z, axis=0, keepdims=True)
+    np.testing.assert_allclose(y, r[:, None, None] * np.tanh(norm) * z / norm, atol=1e-13)
+
+
 def test_conv_same_padding_shape_and_gradients():
     conv = GmPConv(2, 3, 3, padding="SAME", key=jax.random.key(1))
     x = jnp.ones((2, 6, 6))
@@ -579,3 +602,161 @@ def test_sincos_stays_on_the_circle_at_any_angle():
     np.testing.assert_allclose(s * s + c * c, 1, atol=5e-7)
     u = gmp_direction(jnp.array([[1e9, 3e15], [1e12, -2e30]], jnp.float32))
     np.testing.assert_allclose(np.linalg.norm(np.asarray(u, np.float64), axis=-1), 1, atol=1e-6)
+
+
+# ------------------------------------------------------------------ review fixes
+def test_activation_must_commute_with_permutations_of_units():
+    """GmP's unit-permutation symmetries need σ(Pz) = Pσ(z): CoLU mixes units within a
+    cone (shown on its float64 formula), so GmPLinear, GmPConv and the GmP MLP refuse it
+    (and RCoLU) with a ValueError naming `activation`; elementwise and isotropic
+    activations build, and the isotropic layers pass their checks."""
+    rng = np.random.default_rng(11)
+    z = jnp.asarray(rng.standard_normal(8), jnp.float32)
+    swap = np.array([1, 0, 2, 3, 4, 5, 6, 7])
+    colu = tnn.CoLU()
+    assert float(jnp.abs(colu(z[swap]) - colu(z)[swap]).max()) > 0.1   # the premise
+    key = jax.random.key(0)
+    pattern = r"GmPLinear: `activation` must commute with permutations of the units"
+    for act in (tnn.CoLU(), tnn.RCoLU()):
+        with pytest.raises(ValueError, match=pattern) as info:
+            GmPLinear(8, 8, act, key=key)
+        assert type(act).__name__ in str(info.value) and "S_8" in str(info.value)
+        with pytest.raises(ValueError, match=r"GmPConv: `activation` must commute"):
+            GmPConv(2, 8, 3, activation=act, key=key)
+    with pytest.raises(ValueError, match=r"MLP\(parameterization='gmp'\): `activation` must "
+                                         r"commute with permutations.*got CoLU"):
+        tnn.MLP(8, [8], 3, activation="CoLU", parameterization="gmp", key=key)
+    tnn.MLP(8, [8], 3, activation="CoLU", key=key)       # standard form: fine
+    for act in (tnn.ReLU(), tnn.Tanh(), jax.nn.relu, lambda s: s * jax.nn.sigmoid(s),
+                tnn.IsotropicTanh(), tnn.Squash()):
+        GmPLinear(8, 8, act, key=key)
+    for name in ("IsotropicTanh", "Squash"):
+        mlp = tnn.MLP(4, [4], 2, activation=name, parameterization="gmp", key=key)
+        # swapping two hidden units (θ, λ, r and the output layer's columns) keeps the
+        # function, as the declared closure L promises
+        gmp, out = mlp.layers.layers[0], mlp.layers.layers[1]
+        p = np.array([1, 0, 2, 3])
+        moved = eqx.tree_at(lambda m: (m.layers.layers[0].theta_t, m.layers.layers[0].lam,
+                                       m.layers.layers[0].r, m.layers.layers[1].weight),
+                            mlp, (gmp.theta_t[:, p], gmp.lam[p], gmp.r[p] * 2,
+                                  out.weight[:, p] / 2))
+        x = jnp.asarray(rng.standard_normal(4), jnp.float32)
+        np.testing.assert_allclose(np.asarray(moved(x)), np.asarray(mlp(x)), atol=1e-5)
+        report = check(GmPLinear(4, 4, getattr(tnn, name)(), key=key), examples=6,
+                       samples=512)
+        assert report.passed
+        assert report.cell("closure", "L").group == "S_n⋉(ℝ×)^n"
+
+
+def _angles_jacobian_ref(w):
+    """∂θ/∂w of θ_i = atan2(‖w_{i+1:}‖, w_i), θ_{n−1} = atan2(w_n, w_{n−1}) in float64,
+    norms by np.hypot and atan2'(y, x) as ((x/h)/h, −(y/h)/h) with h = hypot(x, y), so
+    that nothing squares a tiny entry (0 where a norm or atan2 has no derivative)."""
+    w = np.asarray(w, np.float64)
+    n = w.size
+    tails = [float(ft.reduce(np.hypot, np.abs(w[i:]), 0.0)) for i in range(n)]
+    jac = np.zeros((n - 1, n))
+    theta = np.zeros(n - 1)
+    for i in range(n - 1):
+        last = i == n - 2
+        y, x = (w[n - 1] if last else tails[i + 1]), w[i]
+        theta[i] = np.arctan2(y, x)
+        h = np.hypot(x, y)
+        if h == 0:
+            continue
+        d_y, d_x = (x / h) / h, -(y / h) / h
+        jac[i, i] = d_x
+        if last:
+            jac[i, n - 1] = d_y
+        elif y > 0:
+            jac[i, i + 1:] = d_y * (w[i + 1:] / y)
+    return theta, jac
+
+
+@pytest.mark.parametrize("point, dtype", [
+    ([1.0, 1e-25, 0.0], jnp.float32),
+    ([1.0, 1e-25, 1e-25], jnp.float32),
+    ([-2.0, 3e-22, -1e-25, 4e-24, 0.0], jnp.float32),
+    ([1.0, 1.0, 0.0], jnp.float32),              # derivative in a zero entry: 1, not 0
+    ([0.5, -1.5, 2.0, 0.25], jnp.float32),
+    ([1.0, 1e-160, 0.0], jnp.float64),
+    ([1.0, 1e-160, 1e-160], jnp.float64),
+    ([3.0, -2e-170, 1e-160, -5e-165], jnp.float64),
+])
+def test_angle_derivatives_with_tiny_trailing_entries(point, dtype):
+    """With trailing entries below √(smallest normal) relative to the largest, the squared
+    tail underflows: the Jacobian of gmp_angles must still be finite and correct (e.g.
+    ∂θ₁/∂w₂ = 1 at w = (1, 1e-25, 0)), in reverse and forward mode."""
+    theta_ref, jac_ref = _angles_jacobian_ref(point)
+    with jax.enable_x64(dtype == jnp.float64):
+        w = jnp.asarray(point, dtype)
+        theta, _ = gmp_angles(w)
+        jacs = [np.asarray(mode(lambda v: gmp_angles(v)[0])(w), np.float64)
+                for mode in (jax.jacrev, jax.jacfwd)]
+    rtol = 1e-5 if dtype == jnp.float32 else 1e-12
+    np.testing.assert_allclose(np.asarray(theta, np.float64), theta_ref, rtol=rtol, atol=0)
+    for jac in jacs:
+        assert np.all(np.isfinite(jac)), jac
+        scale = np.abs(jac_ref).max(axis=1, keepdims=True)   # per angle, like its size
+        scale = np.where(scale > 0, scale, 1)
+        np.testing.assert_allclose(jac / scale, jac_ref / scale, rtol=0, atol=rtol)
+
+
+def test_gmp_linear_rejects_wrong_shapes(library_checks_only):
+    theta = jnp.zeros((3, 4))     # 3 units, 5 inputs
+    lam, r, x = jnp.zeros(3), jnp.ones(3), jnp.ones(5)
+    cases = [
+        (dict(x=jnp.ones(4)), r"`x` must have shape \(\.\.\., 5\).*got shape \(4,\)"),
+        (dict(x=jnp.ones((2, 6))), r"`x` must have shape \(\.\.\., 5\).*\(2, 6\)"),
+        (dict(lam=jnp.zeros(4)), r"`lam` must have shape \(3,\).*got shape \(4,\)"),
+        (dict(r=jnp.ones((3, 1))), r"`r` must have shape \(3,\).*got shape \(3, 1\)"),
+        (dict(theta=jnp.zeros(4)), r"`theta` must have shape \(out, in − 1\).*\(4,\)"),
+    ]
+    for change, match in cases:
+        args = dict(x=x, theta=theta, lam=lam, r=r) | change
+        with pytest.raises(ValueError, match="gmp_linear: " + match):
+            gmp_linear(**args)
+        with pytest.raises(ValueError, match=match):    # static: also under jit
+            jax.jit(lambda a: gmp_linear(**a))(args)
+    # the right shapes: eq 13 against NumPy
+    rng = np.random.default_rng(12)
+    theta = rng.uniform(0, np.pi, (3, 4)).astype(np.float32)
+    xs = rng.standard_normal((2, 5)).astype(np.float32)
+    got = gmp_linear(jnp.asarray(xs), jnp.asarray(theta), lam, r)
+    np.testing.assert_allclose(np.asarray(got), relu(xs @ u_ref(theta).T), atol=1e-6)
+
+
+def test_layernorm_after_gmp_needs_a_positive_eps_and_the_docs_say_so():
+    """A dying GmP unit leaves a tiny nonzero hidden vector, which LayerNorm with ε = 0
+    normalises to an O(1) pattern (float64 reference); the docs and the MLP docstring
+    warn about it and show a factory with ε > 0, which the MLP accepts."""
+    docs = (pathlib.Path(__file__).resolve().parent.parent / "docs" / "gmp.md").read_text()
+    assert "ε > 0" in docs and "norm=lambda n: tnn.LayerNorm(n, eps=1e-5)" in docs
+    assert "LayerNorm(n, eps=1e-5)" in tnn.MLP.__doc__
+    with jax.enable_x64(True):
+        for eps, jump in ((0.0, True), (1e-5, False)):
+            mlp = tnn.MLP(3, [2], 1, parameterization="gmp", dtype=jnp.float64,
+                          norm=lambda n, e=eps: tnn.LayerNorm(n, eps=e), key=jax.random.key(0))
+            assert mlp.layers.layers[1].eps == eps
+            u = np.asarray(mlp.layers.layers[0].direction())
+            c = u[0] @ u[1]
+            x = (u[0] - c * u[1]) - (u[1] - c * u[0])   # u₀ᵀx = 1 − c² = −u₁ᵀx
+            h = np.maximum(u @ x, 0)
+            assert h[0] > 0 and h[1] == 0
+            out = mlp.layers.layers[2]
+            w, b = np.asarray(out.weight), np.asarray(out.bias)
+            ys = []
+            for r0 in (0.0, 1e-200):     # a dead unit vs a dying one
+                m = eqx.tree_at(lambda mm: mm.layers.layers[0].r, mlp,
+                                jnp.asarray([r0, 1.0]))
+                hid = np.array([r0 * h[0], 0.0])
+                # γ = 1, β = 0; at ε = 0 scaled (hid² underflows), and LayerNorm(0) = β
+                q = np.abs(hid).max()
+                if eps > 0:
+                    ln = (hid - hid.mean()) / np.sqrt(hid.var() + eps)
+                else:
+                    ln = np.zeros(2) if q == 0 else (hid - hid.mean()) / q / (hid / q).std()
+                np.testing.assert_allclose(np.asarray(m(jnp.asarray(x))), w @ ln + b,
+                                           atol=1e-12)
+                ys.append(w @ ln + b)
+            assert (np.abs(ys[1] - ys[0]).max() > 0.1) == jump

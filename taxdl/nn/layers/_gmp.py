@@ -82,6 +82,38 @@ def activation_commutes_with(activation, group) -> bool | None:
     return is_subgroup(group, cell)
 
 
+def check_unit_activation(activation, width: int, who: str) -> None:
+    """Refuse an activation that does not commute with permutations of the units.
+
+    GmP parameterises each unit on its own ($z_i = r_i σ(u_i^T x + λ_i)$, transported unit
+    by unit), and its declared symmetries (closure L Sₙ⋉(ℝ×)ⁿ, E Bₙ or the monomials,
+    probabilistic Sₙ) hold only if σ(Pz) = Pσ(z) for every permutation P of the `width`
+    units: σ elementwise (ReLU, tanh) or isotropic (IsotropicTanh, Squash). An activation
+    that mixes units within blocks (CoLU, RCoLU: a Lorentz cone per group of units) is
+    refused with a `ValueError`. Read from a tagged activation's declared algebraic E cell
+    (its input group and, for a mismatched representation, its output group); an untagged
+    callable declares nothing and is taken as elementwise, as documented."""
+    if width < 2:  # S₁ is trivial: nothing to commute with
+        return
+    from ...taxonomy import taxonomy as declared
+
+    try:
+        cell = declared(activation).cell("algebraic", "E")
+    except TypeError:
+        return
+    groups = [cell.group] + ([cell.out] if cell.out is not None else [])
+    if all(is_subgroup(Permutation(width), g) for g in groups):
+        return
+    raise ValueError(
+        f"{who}: `activation` must commute with permutations of the units (elementwise, "
+        "e.g. ReLU or tanh, or isotropic, e.g. IsotropicTanh or Squash): GmP parameterises "
+        "each unit on its own, z_i = r_i·σ(u_iᵀx + λ_i), and its unit-permutation "
+        f"symmetries need σ(Pz) = Pσ(z); got {activation!r}, whose algebraic E cell "
+        f"{cell.name} does not contain the permutations S_{width} of the {width} units "
+        "(it mixes units, e.g. within a cone). Apply such an activation after affine "
+        "layers instead (MLP(..., parameterization='standard')).")
+
+
 def _known(activation, flag: bool | None, known, group, name: str, who: str) -> bool:
     """`flag` when given; else whether `activation` is one of the `known` functions or a
     tagged activation whose algebraic E cell contains `group`."""
@@ -219,7 +251,11 @@ class GmPLinear(AbstractLayer):
     **Arguments:**
 
     - `in_features`, `out_features`: dimensions (≥ 1).
-    - `activation`: σ, default `jax.nn.relu` (any callable applied elementwise).
+    - `activation`: σ, default `jax.nn.relu`: a callable that commutes with permutations
+      of the units, elementwise (ReLU, tanh) or isotropic (`IsotropicTanh`, `Squash`),
+      as the per-unit parameterisation and its symmetries require. A taxdl activation
+      whose algebraic E cell does not contain Sₙ (CoLU, RCoLU mix units within a cone)
+      raises `ValueError`; an untagged callable is taken to be elementwise.
     - `positively_homogeneous`: whether σ(c·s) = c·σ(s) for c > 0 (decides the right
       closure); default: true for `jax.nn.relu` and `jax.nn.leaky_relu`, and for a taxdl
       activation whose algebraic E cell contains ℝ×₊ (e.g. `taxdl.nn.ReLU()`).
@@ -250,6 +286,7 @@ class GmPLinear(AbstractLayer):
         self.in_features = check_int(in_features, "in_features", who="GmPLinear")
         self.out_features = check_int(out_features, "out_features", who="GmPLinear")
         self.activation = _check_activation(activation, "GmPLinear")
+        check_unit_activation(activation, self.out_features, "GmPLinear")
         self.positively_homogeneous = _known(activation, positively_homogeneous,
                                              _POSITIVELY_HOMOGENEOUS, Scaling(positive=True),
                                              "positively_homogeneous", "GmPLinear")
@@ -390,7 +427,8 @@ class GmPConv(AbstractLayer):
     - `in_channels`, `out_channels`: channel counts (≥ 1).
     - `kernel_size`, `stride`, `dilation`: an integer or a pair.
     - `padding`: `"VALID"` (default), `"SAME"`, an integer or ((top, bottom), (left, right)).
-    - `activation`, `positively_homogeneous`, `odd`, `key`, `dtype`: as `GmPLinear`.
+    - `activation`, `positively_homogeneous`, `odd`, `key`, `dtype`: as `GmPLinear`
+      (σ must commute with permutations of the output channels).
     """
 
     theta_t: Float[Array, "m out"]
@@ -419,6 +457,7 @@ class GmPConv(AbstractLayer):
         self.dilation = _pair(dilation, "dilation", who, 1)
         self.padding = _padding(padding, who)
         self.activation = _check_activation(activation, who)
+        check_unit_activation(activation, self.out_channels, who)
         self.positively_homogeneous = _known(activation, positively_homogeneous,
                                              _POSITIVELY_HOMOGENEOUS, Scaling(positive=True),
                                              "positively_homogeneous", who)
@@ -469,7 +508,10 @@ class GmPConv(AbstractLayer):
             x[None], self._filters_ihwo().astype(dtype), window_strides=self.stride,
             padding=self.padding, rhs_dilation=self.dilation,
             dimension_numbers=("NCHW", "IHWO", "NCHW"))[0]
-        return self.r[:, None, None] * self.activation(y + self.lam[:, None, None])
+        # σ acts on each pixel's channel vector (the last axis, as every activation's
+        # feature axis): an isotropic σ takes the norm over the channels, not the width
+        z = jnp.moveaxis(y + self.lam[:, None, None], 0, -1)
+        return self.r[:, None, None] * jnp.moveaxis(self.activation(z), -1, 0)
 
 
 register(GmPConv, family="layer", name="GmPConv", formula="r⊙σ(u(θ)⋆x + λ)",

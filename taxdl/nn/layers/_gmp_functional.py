@@ -28,7 +28,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, Real
 
-from .._numerics import materialise, power_of_two_near, require_real, sqrt_or_zero
+from .._numerics import materialise, power_of_two_near, require_real
 
 # π/2 to 60 digits (a mathematical constant), split for Cody–Waite reduction.
 _HALF_PI = Fraction("1.57079632679489661923132169163975144209858469968755291048747")
@@ -260,27 +260,96 @@ def gmp_angles(w: Real[Array, "*b n"]) -> tuple[Float[Array, "*b m"], Float[Arra
 @jax.jit
 def _gmp_angles(w):
     n = w.shape[-1]
-    w = jnp.where(w == 0, jnp.zeros_like(w), w)  # −0 → +0: atan2(0, −0) would give π
     # The angles do not depend on the scale and the radius is linear in it, so it is held
     # constant for derivatives (d radius = ŵ·dw all the same).
     # a power of two near max|w| (1 for w = 0): XLA's CPU backend divides by multiplying
     # with a reciprocal, which is flushed to 0 for a divisor above 2¹²⁶ in float32
     safe = jax.lax.stop_gradient(power_of_two_near(jnp.max(jnp.abs(w), axis=-1, keepdims=True)))
     v = w / safe
-    tail_sq = jnp.flip(jnp.cumsum(jnp.flip(v * v, -1), -1), -1)  # ‖v_{i:}‖²
-    tail = sqrt_or_zero(tail_sq)   # a zero tail (w = e₁, w = 0) has derivative 0, not ∞
+    # ‖v_{i:}‖, each tail scaled by its own largest entry: a tail of entries below
+    # √(smallest normal) (~1e-19 relative in float32) has squares that underflow
+    tail = _tail_norms(v)
     radius = (tail[..., 0] * safe[..., 0]).astype(w.dtype)
     if n == 1:
         return jnp.zeros((*w.shape[:-1], 0), w.dtype), radius
-    theta_head = _atan2_or_zero(tail[..., 1:n - 1], v[..., :n - 2])
-    theta_last = _atan2_or_zero(v[..., n - 1:], v[..., n - 2:n - 1])
+    theta_head = _atan2(tail[..., 1:n - 1], v[..., :n - 2])
+    theta_last = _atan2(v[..., n - 1:], v[..., n - 2:n - 1])
     return jnp.concatenate([theta_head, theta_last], -1).astype(w.dtype), radius
 
 
-def _atan2_or_zero(a, b):
-    """atan2(a, b), and 0 with derivative 0 at a = b = 0 (where atan2's is 0/0)."""
-    origin = (a == 0) & (b == 0)
-    return jnp.where(origin, 0, jnp.arctan2(jnp.where(origin, 0, a), jnp.where(origin, 1, b)))
+@jax.custom_jvp
+def _tail_norms(v):
+    """$t_i = \\|v_{i:}\\|$ along the last axis, as LAPACK's `nrm2` keeps it: a reverse
+    loop carrying the running max m = max_{j≥i}|v_j| and the sum of the squares of
+    $v_j/q$, q a power of two near m, so no tail's squares underflow (however small its
+    entries are against the head's) and every rescaling is exact."""
+    a = jnp.moveaxis(jnp.abs(v), -1, 0)
+
+    def step(carry, a_i):
+        m, ssq = carry
+        m_new = jnp.maximum(m, a_i)
+        q_old, q_new = power_of_two_near(m), power_of_two_near(m_new)
+        # exact (powers of two); r ≤ 1, and 0 before the first nonzero entry (where
+        # q_old = 1 would overflow r² against a tiny q_new)
+        r = jnp.where(m > 0, q_old / q_new, 0)
+        x = a_i / q_new
+        ssq = ssq * (r * r) + x * x
+        return (m_new, ssq), q_new * jnp.sqrt(ssq)
+
+    init = (jnp.zeros(a.shape[1:], a.dtype), jnp.zeros(a.shape[1:], a.dtype))
+    _, tails = jax.lax.scan(step, init, a, reverse=True)
+    return jnp.moveaxis(tails, 0, -1)
+
+
+@_tail_norms.defjvp
+def _tail_norms_jvp(primals, tangents):
+    # The recurrence t_i = hypot(v_i, t_{i+1}) differentiated:
+    #   dt_i = (v_i/t_i) dv_i + (t_{i+1}/t_i) dt_{i+1},
+    # a linear reverse loop whose coefficients lie in [−1, 1], so neither it nor its
+    # transpose (reverse mode) forms v_j², 1/t_i² or any other quantity that underflows or
+    # overflows when a tail is tiny (Σ v_j dv_j / t_i would, transposed, divide the
+    # cotangent by t_i before multiplying by v_j). A zero tail (w = e₁, w = 0), where
+    # ‖·‖ has no derivative, gets 0.
+    (v,), (dv,) = primals, tangents
+    t = _tail_norms(v)
+    positive = t > 0
+    safe = jnp.where(positive, t, 1)
+    t_next = jnp.concatenate([t[..., 1:], jnp.zeros_like(t[..., :1])], -1)
+    a = jnp.where(positive, v / safe, 0)
+    b = jnp.where(positive, t_next / safe, 0)
+
+    def step(dt_next, xs):
+        a_i, b_i, dv_i = xs
+        dt_i = a_i * dv_i + b_i * dt_next
+        return dt_i, dt_i
+
+    first = lambda z: jnp.moveaxis(z, -1, 0)  # noqa: E731
+    _, dt = jax.lax.scan(step, jnp.zeros_like(t[..., 0]), (first(a), first(b), first(dv)),
+                         reverse=True)
+    return t, jnp.moveaxis(dt, 0, -1)
+
+
+@jax.custom_jvp
+def _atan2(y, x):
+    """atan2(y, x) (0 at y = x = 0) with the derivative $(x\\,dy - y\\,dx)/(x^2 + y^2)$
+    formed from x and y scaled by a power of two near max(|x|, |y|): x² + y² itself
+    underflows for entries below √(smallest normal) (NaN and ∞ derivatives); 0 at the
+    origin, where atan2 has none. Zeros count as +0 (atan2(0, −0) would be π, and
+    atan2(−0, −1) −π), which a `where` on the input would do only by also cutting the
+    derivative with respect to a zero entry."""
+    return jnp.arctan2(jnp.where(y == 0, jnp.zeros_like(y), y),
+                       jnp.where(x == 0, jnp.zeros_like(x), x))
+
+
+@_atan2.defjvp
+def _atan2_jvp(primals, tangents):
+    (y, x), (dy, dx) = primals, tangents
+    m = jnp.maximum(jnp.abs(x), jnp.abs(y))
+    origin = m == 0
+    q = power_of_two_near(m)   # 1 at the origin
+    a, b = x / q, y / q        # exact; max(|a|, |b|) ∈ [½, 1) unless subnormal
+    d = (a * dy - b * dx) / jnp.where(origin, 1, a * a + b * b) / q
+    return _atan2(y, x), jnp.where(origin, 0, d)
 
 
 def gmp_linear(x: Real[Array, "*b i"], theta: Float[Array, "o m"], lam: Float[Array, " o"],
@@ -291,7 +360,8 @@ def gmp_linear(x: Real[Array, "*b i"], theta: Float[Array, "o m"], lam: Float[Ar
 
     **Arguments:**
 
-    - `x`: inputs `(..., in)`; `theta`: `(out, in-1)`; `lam`, `r`: `(out,)`.
+    - `x`: inputs `(..., in)`; `theta`: `(out, in-1)`; `lam`, `r`: `(out,)` (other
+      shapes raise `ValueError`).
     - `activation`: σ (default ReLU).
     - `sign`: for in = 1 only, the fixed directions ±1 of the units.
 
@@ -299,8 +369,29 @@ def gmp_linear(x: Real[Array, "*b i"], theta: Float[Array, "o m"], lam: Float[Ar
 
     **Symmetry:** see [`GmPLinear`][taxdl.nn.GmPLinear].
     """
+    _check_linear_shapes(x, theta, lam, r, sign)
     x = require_real(x, "gmp_linear", jnp.result_type(theta))
     return units_t(x, _rows_to_columns(theta), lam, r, activation, sign)
+
+
+def _check_linear_shapes(x, theta, lam, r, sign) -> None:
+    """Clear `ValueError`s for `gmp_linear`'s arguments of the wrong (static) shape,
+    instead of JAX's dot_general, broadcasting or indexing errors."""
+    who = "gmp_linear"
+    t_shape = jnp.shape(theta)
+    if len(t_shape) != 2:
+        raise ValueError(f"{who}: `theta` must have shape (out, in − 1), one row of angles "
+                         f"per unit, got shape {t_shape}.")
+    out, m = t_shape
+    x_shape = jnp.shape(x)
+    if len(x_shape) < 1 or x_shape[-1] != m + 1:
+        raise ValueError(f"{who}: `x` must have shape (..., {m + 1}) (in = theta.shape[1] + 1 "
+                         f"= {m + 1} features), got shape {x_shape}.")
+    for name, value in (("lam", lam), ("r", r)) + ((("sign", sign),) if sign is not None
+                                                    else ()):
+        if jnp.shape(value) != (out,):
+            raise ValueError(f"{who}: `{name}` must have shape ({out},), one entry per unit "
+                             f"(theta.shape[0] = {out}), got shape {jnp.shape(value)}.")
 
 
 def units_t(x: Float[Array, "*b i"], theta_t: Float[Array, "m o"], lam: Float[Array, " o"],

@@ -106,13 +106,20 @@ class MLP(AbstractPrimitive):
       (instantiated per layer), a name in `taxdl.nn` (e.g. `"ReLU"`, `"CoLU"`,
       `"IsotropicTanh"`) or a factory `width -> primitive`. Default `"ReLU"`.
     - `norm`: optional normaliser after each hidden affine map: a class or a factory called
-      with the width (e.g. `taxdl.nn.LayerNorm`), or a name.
+      with the width (e.g. `taxdl.nn.LayerNorm`), or a name. With `parameterization="gmp"`
+      it follows each GmP layer's activation, whose output is exactly zero when every
+      unit is inactive (ReLU at initialisation: on average 2^−width of Gaussian inputs); a
+      normaliser with ε = 0 (LayerNorm's default, also what a class or name builds) is
+      singular there: outputs flip by O(1) under rounding and gradients blow up. Pass a
+      factory with a positive ε, e.g. `norm=lambda n: taxdl.nn.LayerNorm(n, eps=1e-5)`.
     - `init`: optional weight initialiser (a `taxdl` initialiser, `init(key, shape, dtype)`)
       for every affine layer; the layers' probabilistic cells become the initialiser's.
     - `parameterization`: `"standard"` (affine layers `taxdl.nn.Linear`) or `"gmp"`
       (hidden layers `taxdl.nn.GmPLinear` in geometric parameterisation, Chen & Ge eq 13,
-      with the activation, which must act elementwise, inside the layer; the output layer
-      stays affine).
+      with the activation inside the layer; the output layer stays affine). The
+      activation must then commute with permutations of the units, elementwise (ReLU,
+      Tanh) or isotropic (IsotropicTanh, Squash); CoLU and RCoLU, which mix units within
+      a cone, raise `ValueError`.
     - `final_activation`: optional primitive applied to the output.
     - `use_bias`: whether the affine layers have biases (default True); without them the
       layers are linear maps $x \\mapsto Wx$ (e.g. the CoLU paper's $x \\mapsto wλ(w'x)$).
@@ -150,6 +157,9 @@ class MLP(AbstractPrimitive):
             if parameterization == "gmp":
                 gmp = _lookup("GmPLinear", "layer")
                 act = _make_activation(activation, w)
+                from ..layers._gmp import check_unit_activation
+
+                check_unit_activation(act, w, "MLP(parameterization='gmp')")
                 # (the layer reads σ's oddness and homogeneity from its declaration)
                 layers.append(gmp(prev, w, act, key=k, dtype=dtype))
                 if norm is not None:
