@@ -239,6 +239,31 @@ def test_zero_gradients_are_finite():
     np.testing.assert_array_equal(np.asarray(_updates(optim.AdaSGD(0.1, eps=0.0), zeros)), 0)
 
 
+@pytest.mark.parametrize("make, remembers", [
+    (lambda: optim.adasgd(0.1), True), (lambda: optim.adasgd(0.1, eps=0.0), True),
+    (lambda: optim.normalised_sgd(0.1), False),
+    (lambda: optim.normalised_sgd(0.1, eps=0.0), False),
+    (lambda: optim.IsotropicClip(1.0).as_optax(), False),
+], ids=["adasgd", "adasgd-eps0", "normalised-sgd", "normalised-sgd-eps0", "isotropic-clip"])
+def test_a_nan_gradient_gives_nan_updates_not_silent_zeros(make, remembers):
+    """A NaN anywhere in the gradient makes the global norm NaN, so every update is NaN,
+    as the formulas (and optax's clipping and Adam) give: it was read as a zero
+    denominator (a zero step, and AdaSGD's state stayed NaN, so every later step was
+    zero too) or, for clipping, as a norm within the bound (passed unclipped). AdaSGD's
+    NaN second moment keeps later updates NaN, as Adam's does."""
+    tx = make()
+    params = {"a": jnp.zeros(3), "b": jnp.zeros(2)}
+    state = tx.init(params)
+    bad = {"a": jnp.asarray([1.0, 2.0, 3.0]), "b": jnp.asarray([np.nan, 1.0])}
+    updates, state = tx.update(bad, state, params)
+    for leaf in jax.tree.leaves(updates):
+        assert np.all(np.isnan(np.asarray(leaf)))
+    good = {"a": jnp.asarray([1.0, 2.0, 3.0]), "b": jnp.asarray([1.0, 1.0])}
+    updates, _ = tx.update(good, state, params)
+    finite = [np.all(np.isfinite(np.asarray(leaf))) for leaf in jax.tree.leaves(updates)]
+    assert not any(finite) if remembers else all(finite)
+
+
 def test_chain_schedule_and_no_retrace():
     tx = optax.chain(optim.IsotropicClip(1.0).as_optax(),
                      optim.adasgd(optax.linear_schedule(0.1, 0.0, 10)))

@@ -255,10 +255,12 @@ def scale_by_adasgd(b1: ArrayLike = 0.9, b2: ArrayLike = 0.999, eps: ArrayLike =
         # √(v̂_t / d) = √v_t / √((1 − β₂ᵗ) d)
         debias = one_minus_power(b2_, count.astype(acc))
         denom = nu_root / jnp.sqrt(debias * max(d, 1)) + eps_
-        safe = jnp.where(denom > 0, denom, 1)
-        # 0/0 (ε = 0, every gradient so far zero) is read as 0
+        zero = denom == 0
+        safe = jnp.where(zero, 1, denom)
+        # 0/0 (ε = 0, every gradient so far zero) is read as 0; a NaN denominator (a NaN
+        # gradient) gives NaN, as the formula does, not a silent zero step
         new = jax.tree.map(
-            lambda m, g: jnp.where(denom > 0, _divide_by_any(m, safe), 0).astype(g.dtype),
+            lambda m, g: jnp.where(zero, 0, _divide_by_any(m, safe)).astype(g.dtype),
             mu, updates)
         return new, ScaleByAdaSGDState(count=count, mu=mu, nu_root=nu_root)
 
@@ -315,10 +317,11 @@ def normalise_by_global_norm(eps: ArrayLike = 1e-8) -> optax.GradientTransformat
         # g/(‖g‖ + ε) = (p g)/(r + p ε) with ‖g‖ = r/p: finite where ‖g‖ overflows
         r, p = _global_norm_parts(updates, dtype)
         denom = r + _cast(eps, dtype) * p
-        safe = jnp.where(denom > 0, denom, 1)
-        # with ε = 0 the zero gradient stays zero
+        zero = denom == 0
+        safe = jnp.where(zero, 1, denom)
+        # with ε = 0 the zero gradient stays zero; a NaN norm gives NaN, not a zero step
         return jax.tree.map(
-            lambda g: jnp.where(denom > 0, _divide(_scale(g, p), safe), 0).astype(g.dtype),
+            lambda g: jnp.where(zero, 0, _divide(_scale(g, p), safe)).astype(g.dtype),
             updates), state
 
     return optax.GradientTransformation(init_fn, update_fn)
@@ -362,7 +365,7 @@ def _clip_by_global_norm(max_norm: float, who: str) -> optax.GradientTransformat
         dtype = _accumulation_dtype(jax.tree.leaves(updates))
         # ‖g‖ = r/p (p a power of two): g c/‖g‖ = (p g)(c/r), finite where ‖g‖ overflows
         r, p = _global_norm_parts(updates, dtype)
-        clip = r / p > max_norm
+        clip = ~(r / p <= max_norm)  # a NaN norm clips, to NaN (as optax's clipping)
         factor = jnp.where(clip, max_norm / jnp.where(clip, r, 1), 1).astype(dtype)
         p = jnp.where(clip, p, 1).astype(dtype)
 
