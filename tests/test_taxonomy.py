@@ -225,3 +225,24 @@ def test_primitives_run_under_jit(getkey):
             else:
                 y = eqx.filter_jit(inst)(x)
             assert y.shape == (8,)
+
+
+def test_table_group_filter_takes_every_displayed_group_name():
+    """Every group name the catalogue displays in a cell is a valid `group=` filter, and
+    selects at least the rows that display it (ℤ₂ⁿ, ±I, products and the complex forms
+    were refused as unknown)."""
+    table = taxdl.table()
+    shown = {}
+    for row in table.rows:
+        for g in ("closure", "probabilistic", "algebraic"):
+            for f in ("L", "R", "E"):
+                shown.setdefault(row.taxonomy.cell(g, f).group.name, set()).add(row.name)
+    names = ("ℤ₂^n", "±I_n", "ℝ×₊ × S_n", "U(1)^n⋊S_n")
+    for name in names:
+        assert name in shown, name
+    # every displayed name parses (cheap); a few also filter
+    known = taxdl.taxonomy._table._displayed_groups()
+    assert {n.replace(" ", "") for n in shown} <= set(known) | set(
+        taxdl.taxonomy._table.known_groups())
+    for name in names:
+        assert shown[name] <= set(taxdl.table(group=name).names()), name

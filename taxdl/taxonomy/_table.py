@@ -212,6 +212,7 @@ def known_groups() -> dict[str, AbstractGroup]:
     from .. import groups as G
 
     fams = [G.Trivial(), G.Permutation(), G.EvenSignedPermutation(), G.SignedPermutation(),
+            G.SignFlips(), G.PointReflection(),
             G.Orthogonal(), G.SpecialOrthogonal(), G.GeneralLinear(), G.OrthogonalComplement(),
             G.Scaling(), G.Scaling(positive=True), G.Translation(), G.ScaleShift(),
             G.ScaleShift(positive=True), G.Simplex(), G.Lorentz(), G.Unitary(),
@@ -226,6 +227,19 @@ def known_groups() -> dict[str, AbstractGroup]:
     return out
 
 
+def _displayed_groups() -> dict[str, AbstractGroup]:
+    """The groups of every registered declaration's cells, by display name without
+    spaces (the names `taxdl table` prints)."""
+    out = {}
+    for entry in registry().values():
+        decl = entry.taxonomy()
+        for g in GENERATIONS:
+            for f in FLAVOURS:
+                group = decl.cell(g, f).group
+                out.setdefault(group.name.replace(" ", ""), group)
+    return out
+
+
 def _parse_group(group) -> AbstractGroup:
     if isinstance(group, AbstractGroup):
         return group
@@ -234,6 +248,9 @@ def _parse_group(group) -> AbstractGroup:
     aliases = {"O": "O(n)", "S": "S_n", "B": "B_n", "D": "D_n", "GL": "GL(n)", "SO": "SO(n)",
                "I": "I_n", "U": "U(n)", "Sn": "S_n", "Bn": "B_n", "Dn": "D_n"}
     key = aliases.get(key, key)
+    if key not in names:
+        # any group the catalogue itself displays in a cell (ℤ₂^n, ±I_n, products, …)
+        names = {**_displayed_groups(), **names}
     if key not in names:
         raise ValueError(
             f"unknown group {group!r}; expected a taxdl.groups group or one of "
