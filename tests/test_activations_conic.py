@@ -575,3 +575,24 @@ def test_default_eps_weight_saturates_exactly_for_huge_ratios(projection):
     np.testing.assert_array_equal(y, x * np.array([1, 1, 1, 1, 1, 0, 0, 0], np.float32))
     jac = np.asarray(jax.jacrev(f)(jnp.asarray(x)))
     np.testing.assert_array_equal(jac, np.diag([1.0, 1, 1, 1, 1, 0, 0, 0]))
+
+
+@pytest.mark.parametrize("eps", [1e-7, 0.0])
+@pytest.mark.parametrize("layout", ["block", "axes_first"])
+def test_hard_projection_slope_survives_a_flushed_ratio(eps, layout):
+    """Hard CoLU with an axis value 1e-40…1e-38 times its body's norm (float32): ρ = a/‖b‖
+    is flushed to 0, but the slope W'(ρ) is 1 (0 < ρ < 1), so ∂y_b/∂a = b̂ exactly as
+    the closed form y_b = a b̂ gives; it was 0 (the b̂ column lost). A negative axis value
+    keeps slope 0."""
+    bhat = np.array([0.6, 0.8, 0.0])
+    for a, scale in ((1e-20, 1e20), (1e-30, 1e30), (1.0, 3e38)):
+        for sign in (1.0, -1.0):
+            cone = np.concatenate([[sign * a], scale * bhat])
+            x = jnp.asarray(cone, jnp.float32)  # one cone: both layouts read it alike
+            f = lambda z: F.colu(z, 4, eps=eps, layout=layout)  # noqa: E731
+            jac = np.asarray(jax.jacfwd(f)(x), np.float64)[1:, 0]
+            grad = np.asarray(jax.grad(lambda z: f(z)[1:] @ jnp.asarray(bhat, jnp.float32))(x),
+                              np.float64)[0]
+            want = bhat if sign > 0 else np.zeros(3)
+            np.testing.assert_allclose(jac, want, rtol=1e-6, atol=1e-7, err_msg=str(cone))
+            np.testing.assert_allclose(grad, want @ bhat, rtol=1e-6, atol=1e-7)

@@ -53,10 +53,15 @@ class ConeSpec:
 
 
 # ------------------------------------------------------------------ small helpers
-def _weight(rho, projection: str):
+def _weight(rho, projection: str, numerator=None):
+    """W(ρ) and W'(ρ). For the hard projection the slope is 1 on 0 < ρ < 1, with ρ > 0
+    read from the sign of ρ's `numerator` when given (the axis value): a ratio below the
+    smallest normal number (|a|/‖b‖ ≲ 1e-38 in float32) is flushed to 0, which would
+    drop the Jacobian's b̂ column although the true slope there is 1."""
     if projection == "hard":
         w = jnp.clip(rho, 0, 1)
-        dw = ((rho > 0) & (rho < 1)).astype(rho.dtype)
+        positive = rho > 0 if numerator is None else numerator > 0
+        dw = (positive & (rho < 1)).astype(rho.dtype)
     elif projection == "firm":
         w = jax.nn.sigmoid(4 * rho - 2)
         dw = 4 * w * (1 - w)
@@ -215,12 +220,12 @@ def _split(x, spec: ConeSpec):
     return None, a, body, ax + 1
 
 
-def _weights(a, body, cax, spec: ConeSpec, value_only: bool = False):
+def _weights(a, body, cax, spec: ConeSpec, value_only: bool = False, sign=None):
     """Per cone ‖b‖ u, ρ, d u, w = W(ρ) and W'(ρ) from axis values `a` and bodies `body`
     (component axis `cax`), for u = `_unit(ε)`; `a` of a shared axis broadcasts over the
     cones. `value_only`: see `_cone_ratio`."""
     nbu, rho, du = _cone_ratio(a, body, cax, spec.cone_dim - 1, spec.eps, value_only)
-    w, dw = _weight(rho, spec.projection)
+    w, dw = _weight(rho, spec.projection, a if sign is None else sign)
     return nbu, rho, du, w, dw
 
 
@@ -331,12 +336,12 @@ def _colu_residuals(x, spec, rescale: bool = False):
     unit = _unit(spec.eps)
 
     def residuals(a, body, comp_axis):
-        a = _comps(a, comp_axis, 0)
+        a = sign = _comps(a, comp_axis, 0)  # (the sign of a before a scaling flushes it)
         if rescale:
             m = jnp.maximum(jnp.abs(a), _cmax(jnp.abs(body), comp_axis, spec.cone_dim - 1))
             p = jax.lax.stop_gradient(_power_of_two_scale(m))
             a, body = a * p, body * jnp.expand_dims(p, comp_axis)
-        nbu, rho, du, w, dw = _weights(a, body, comp_axis, spec)
+        nbu, rho, du, w, dw = _weights(a, body, comp_axis, spec, sign=sign)
         return [w, *_slopes(rho, du, dw, nbu, unit)] + ([p] if rescale else [])
 
     return _per_cone(residuals, [jnp.expand_dims(a, cax), body], cax, 4 if rescale else 3)
@@ -449,7 +454,7 @@ def _rcolu_weights(z, cax, spec: ConeSpec, value_only: bool = False):
     # for means above max/√S)
     nru, rho, du = _cone_ratio(mu, half, cax, s, spec.eps, value_only, gain=s ** 0.5,
                                body_scale=2.0)
-    w, dw = _weight(rho, spec.projection)
+    w, dw = _weight(rho, spec.projection, mu)
     return mu, half, nru, rho, du, w, dw
 
 
