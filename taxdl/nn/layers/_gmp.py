@@ -69,17 +69,26 @@ def _check_activation(activation, who: str) -> Callable:
 
 
 def activation_commutes_with(activation, group) -> bool | None:
-    """Whether a tagged activation's declared algebraic E cell contains the family `group`
+    """Whether a tagged activation's declared algebraic E cell (its input group and, for
+    a mismatched representation, its output group) contains the family `group`
     (f(g·x) = g·f(x) for g in it): `PointReflection()` for an odd σ, `Scaling(positive=
     True)` for a positively homogeneous one. None for an untagged callable (nothing
     declared)."""
+    cell = _declared_equivariance(activation)
+    if cell is None:
+        return None
+    # with a different output representation, g must act on both sides
+    return all(is_subgroup(group, g) for g in (cell.group, cell.out) if g is not None)
+
+
+def _declared_equivariance(activation):
+    """A tagged activation's declared algebraic E cell; None for an untagged callable."""
     from ...taxonomy import taxonomy as declared
 
     try:
-        cell = declared(activation).cell("algebraic", "E").group
+        return declared(activation).cell("algebraic", "E")
     except TypeError:
         return None
-    return is_subgroup(group, cell)
 
 
 def check_unit_activation(activation, width: int, who: str) -> None:
@@ -93,17 +102,10 @@ def check_unit_activation(activation, width: int, who: str) -> None:
     refused with a `ValueError`. Read from a tagged activation's declared algebraic E cell
     (its input group and, for a mismatched representation, its output group); an untagged
     callable declares nothing and is taken as elementwise, as documented."""
-    if width < 2:  # S₁ is trivial: nothing to commute with
+    # (S₁ is trivial: nothing to commute with)
+    if width < 2 or activation_commutes_with(activation, Permutation(width)) is not False:
         return
-    from ...taxonomy import taxonomy as declared
-
-    try:
-        cell = declared(activation).cell("algebraic", "E")
-    except TypeError:
-        return
-    groups = [cell.group] + ([cell.out] if cell.out is not None else [])
-    if all(is_subgroup(Permutation(width), g) for g in groups):
-        return
+    cell = _declared_equivariance(activation)
     raise ValueError(
         f"{who}: `activation` must commute with permutations of the units (elementwise, "
         "e.g. ReLU or tanh, or isotropic, e.g. IsotropicTanh or Squash): GmP parameterises "
