@@ -76,6 +76,11 @@ class NotApplicable(Exception):
     scalar output)."""
 
 
+class BetweenDimensions(NotApplicable):
+    """An E cell naming no output representation, for a map between different
+    dimensions."""
+
+
 # ============================================================================ context
 @dataclasses.dataclass
 class Context:
@@ -377,8 +382,9 @@ def make_plan(ctx: Context, flavour: Flavour, group: AbstractGroup,
         out = group  # a scalar acts on both dimensions: f(ax) = af(x)
     if out is None:
         if d_in != d_out:
-            raise NotApplicable(f"input dimension {d_in} differs from output dimension "
-                                f"{d_out} and the cell names no output representation")
+            raise BetweenDimensions(f"input dimension {d_in} differs from output "
+                                    f"dimension {d_out} and the cell names no output "
+                                    "representation")
         return Plan(flavour, _bind(group, d_in), None, acted, d_in, d_out)
     return Plan(flavour, _bind(group, d_in), _bind(out, d_out), acted, d_in, d_out)
 
@@ -1207,8 +1213,7 @@ def check_cell(ctx: Context, generation: Generation, flavour: Flavour, cell: Cel
         hint = (" (an E cell of a map between different dimensions holds only as its "
                 "scalar part: check the primitive with equal input and output dimensions, "
                 "or inside a taxdl.nn.Sequential, whose inferred E cell is that part)"
-                if flavour is Flavour.EQUIVARIANT and "differs from output dimension"
-                in str(err) else "")
+                if isinstance(err, BetweenDimensions) else "")
         raise ValueError(f"{ctx.name}: the {result.label} cell cannot be checked: "
                          f"{str(err).rstrip('.')}{hint}.") from None
     if not cell.trivial:
