@@ -375,7 +375,6 @@ def _plots(results: list[Result], tasks: dict, out: str, written: list[str]) -> 
     `written` as soon as it is written."""
     from .. import plot
 
-
     def save(fig, name):
         path = os.path.join(out, name)
         plot.save(fig, path)
@@ -495,7 +494,7 @@ def run(args) -> int:
     with open(os.path.join(args.output, "results.json"), "w", encoding="utf-8") as fh:
         json.dump([{k: getattr(r, k) for k in r.__dataclass_fields__
                     if k not in ("model", "models")} for r in results], fh, indent=1)
-    written = [os.path.join(args.output, n) for n in ("results.md", "results.json")]
+    written = [os.path.join(args.output, n) for n in RESULT_FILES]
     if not args.no_plots:
         try:
             _plots(results, loaded, args.output, written)

@@ -106,11 +106,18 @@ def _best_even_signed_permutation(s: np.ndarray) -> np.ndarray:
     mags = np.abs(picked)
     odd = np.sum(picked < 0, axis=1) % 2 == 1
     values = mags.sum(axis=1) - np.where(odd, 2 * mags.min(axis=1), 0.0)
-    best = int(np.argmax(values))
-    perm, signs = perms[best], np.where(picked[best] < 0, -1.0, 1.0)
-    if odd[best]:
-        signs[int(np.argmin(mags[best]))] *= -1
-    return signs[:, None] * np.eye(n)[perm]
+    perm = perms[int(np.argmax(values))]
+    return _signed(s, perm, even=True)
+
+
+def _signed(s: np.ndarray, perm: np.ndarray, even: bool) -> np.ndarray:
+    """The signed permutation matrix on `perm` with the signs of the matched entries of
+    `s`; with `even`, the weakest sign flipped when they hold an odd number of −1s."""
+    matched = s[np.arange(len(perm)), perm]
+    signs = np.where(matched < 0, -1.0, 1.0)
+    if even and np.sum(signs < 0) % 2 == 1:
+        signs[int(np.argmin(np.abs(matched)))] *= -1
+    return signs[:, None] * np.eye(len(perm))[perm]
 
 
 def best_element(group: AbstractGroup, score: Any) -> np.ndarray:
@@ -135,12 +142,8 @@ def best_element(group: AbstractGroup, score: Any) -> np.ndarray:
     if isinstance(group, EvenSignedPermutation) and n <= _ENUMERATED:
         return _best_even_signed_permutation(s)
     if isinstance(group, (SignedPermutation, EvenSignedPermutation)):
-        perm = linear_assignment(np.abs(s))
-        signs = np.where(s[np.arange(n), perm] < 0, -1.0, 1.0)
-        if isinstance(group, EvenSignedPermutation) and np.sum(signs < 0) % 2 == 1:
-            weakest = int(np.argmin(np.abs(s[np.arange(n), perm])))
-            signs[weakest] *= -1
-        return signs[:, None] * np.eye(n)[perm]
+        return _signed(s, linear_assignment(np.abs(s)),
+                       even=isinstance(group, EvenSignedPermutation))
     if isinstance(group, (Orthogonal, SpecialOrthogonal)):
         return _procrustes(s, special=isinstance(group, SpecialOrthogonal))
     if isinstance(group, OrthogonalComplement):
