@@ -54,17 +54,25 @@ def _check_dtype(dtype, who: str):
     return check_float_dtype(jnp.float32 if dtype is None else dtype, who)
 
 
+def real_scalar_array(value) -> bool:
+    """Whether `value` is a JAX or NumPy array (concrete or traced) holding one real
+    number: shape (), a floating or integer dtype."""
+    if not isinstance(value, (jax.Array, np.ndarray)) or value.ndim != 0:
+        return False
+    dtype = jnp.dtype(value.dtype)
+    return bool(jnp.issubdtype(dtype, jnp.floating) or jnp.issubdtype(dtype, jnp.integer))
+
+
 def _concrete(value, name: str, who: str, kind: str):
     """`value` as a Python number when it is a concrete JAX or NumPy real scalar, the
     tracer itself when traced, anything else unchanged (for `check_real` to refuse);
     a non-scalar or non-real array is refused by name."""
     if not isinstance(value, (jax.Array, np.ndarray)):
         return value
-    dtype = jnp.dtype(value.dtype)
-    real = jnp.issubdtype(dtype, jnp.floating) or jnp.issubdtype(dtype, jnp.integer)
-    if value.ndim != 0 or not real:
+    if not real_scalar_array(value):
         raise TypeError(f"{who}: `{name}` must be {kind} given as a number or a real scalar "
-                        f"array, got an array of shape {value.shape} and dtype {dtype}.")
+                        f"array, got an array of shape {value.shape} and dtype "
+                        f"{jnp.dtype(value.dtype)}.")
     if isinstance(value, jax.core.Tracer):
         return value
     return value.item()

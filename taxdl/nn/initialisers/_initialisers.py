@@ -54,9 +54,7 @@ def _as_static_real(value):
     scalar becomes a Python float too. Any other JAX array (traced, or not a real scalar)
     is replaced by a `_NotANumber` that `__check_init__` refuses by name."""
     if isinstance(value, (jax.Array, np.ndarray)):
-        real = (jnp.issubdtype(value.dtype, jnp.floating)
-                or jnp.issubdtype(value.dtype, jnp.integer))
-        if not isinstance(value, jax.core.Tracer) and value.ndim == 0 and real:
+        if not isinstance(value, jax.core.Tracer) and F.real_scalar_array(value):
             return float(value.item())
         if isinstance(value, jax.Array):
             return _NotANumber(value)
