@@ -348,8 +348,8 @@ def instance_norm(x: Float[Array, "*s n"], gamma, beta, eps: RealLike = 0.0
     β = 0; (ℝ×₊, +λ1)-right-invariant when ε = 0.
     """
     require_floating(x, "instance_norm", "x")
-    check_per_feature(x, "instance_norm", gamma=gamma, beta=beta)
     if x.shape[-1] == 0:  # no channels
+        check_per_feature(x, "instance_norm", gamma=gamma, beta=beta)
         return gamma * x + beta
     return _group_norm(x, gamma, beta, x.shape[-1], eps, "instance_norm")
 
