@@ -42,6 +42,7 @@ from taxdl.taxonomy import (
     Taxonomy,
     meet,
     reinitialise,
+    signature,
     transport,
 )
 from taxdl.taxonomy._compose import Part, _joins, _linear_part, _meets, compose, residual
@@ -457,6 +458,22 @@ def test_inferred_taxonomy_passes_check():
     report = check(tnn.Sequential([tnn.Tanh(), tnn.IsotropicTanh()]), n=N, examples=4,
                    maximality=False)
     assert report.passed
+
+
+@pytest.mark.parametrize("make", [
+    lambda: tnn.Sequential([tnn.Bloch(), tnn.IsotropicTanh()]),
+    lambda: eqx.nn.Sequential([tnn.Bloch(), tnn.IsotropicTanh()]),
+    lambda: tnn.Residual(tnn.PhaseElementwise()),
+])
+def test_a_chain_is_checked_on_the_inputs_its_first_part_reads(make):
+    # a chain starting with a complex part takes complex inputs: its checks must draw
+    # them (on real ones its first part raises), and so must a residual around one
+    model = make()
+    first = model.inner if isinstance(model, tnn.Residual) else model.layers[0]
+    sig = signature(model, 2)
+    assert sig == signature(first, 2) and sig.field == "complex"
+    report = _check()(model, n=2, examples=4, generations="algebraic", maximality=False)
+    assert report.passed and "complex64" in str(report).splitlines()[0]
 
 
 def test_equinox_sequential_gets_the_same_rules():

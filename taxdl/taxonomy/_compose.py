@@ -137,6 +137,7 @@ from ..groups._hierarchy import (
     scalar_subgroup,
 )
 from ._hooks import (
+    DimensionRequired,
     Signature,
     as_function,
     factor_out,
@@ -927,6 +928,18 @@ def chain_parts(layers: Sequence[Any], in_dim: int | None = None) -> list[Part]:
     return parts
 
 
+def chain_signature(layers: Sequence[Any], n: int | None, who: str) -> Signature:
+    """The checker's input description of a chain: its first layer's (at the dimension
+    the chain's parts give it, or `n`), so that the field (complex parts), the argument
+    shapes and which arguments are acted on carry over from the part that reads them."""
+    d = chain_parts(layers, n)[0].in_dim
+    if d is None:
+        if n is None:
+            raise DimensionRequired(who)
+        d = n
+    return signature(layers[0], d)
+
+
 def _pass(layers, in_dim):
     parts, d = [], in_dim
     for i, layer in enumerate(layers):
@@ -1118,10 +1131,7 @@ def _register_equinox_sequential() -> None:
 
     @signature.register(seq)
     def _(model, n=None) -> Signature:
-        d = chain_parts(model.layers, n)[0].in_dim
-        if d is None and n is None:
-            raise ValueError("this Sequential works in any dimension: pass the dimension `n`.")
-        return Signature(((d if d is not None else n,),))
+        return chain_signature(model.layers, n, "this Sequential")
 
     @reinitialise.register(seq)
     def _(model, key):

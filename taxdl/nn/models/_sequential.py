@@ -13,7 +13,6 @@ from jaxtyping import Array, Inexact, PRNGKeyArray
 from ..._types import check_bool
 from ...taxonomy import (
     AbstractPrimitive,
-    DimensionRequired,
     Flavour,
     Signature,
     Taxonomy,
@@ -30,6 +29,7 @@ from ...taxonomy._compose import (
     chain,
     chain_function,
     chain_parts,
+    chain_signature,
     inverse_element,
     part,
     residual,
@@ -197,22 +197,12 @@ def _(model: Residual):
 
 @signature.register
 def _(model: Sequential, n=None) -> Signature:
-    d = chain_parts(model.layers, n)[0].in_dim
-    if d is None:
-        if n is None:
-            raise DimensionRequired("this Sequential")
-        d = n
-    return Signature(((d,),))
+    return chain_signature(model.layers, n, "this Sequential")
 
 
 @signature.register
 def _(model: Residual, n=None) -> Signature:
-    d = part(model.inner, n).in_dim
-    if d is None:
-        if n is None:
-            raise DimensionRequired("this Residual")
-        d = n
-    return Signature(((d,),))
+    return chain_signature([model.inner], n, "this Residual")
 
 
 def _with_layers(model: Sequential, layers: Sequence[Any]) -> Sequential:
