@@ -19,7 +19,7 @@ import numpy as np
 from .._compile import SMALL_PROGRAM_OPTIONS
 from ..groups import AbstractGroup, Element, Product, represent
 from ..taxonomy import Flavour, as_function, data_call, random_call, reinitialise, transport
-from ._stats import PAIRS
+from ._stats import ORIENTATION_INPUTS, PAIRS
 
 # Checks run small programs a few dozen times each (see `taxdl._compile`).
 JIT_OPTIONS = dict(compiler_options=SMALL_PROGRAM_OPTIONS)
@@ -523,28 +523,79 @@ def pair_probe(ya, yb) -> jax.Array:
     return jnp.stack([jnp.where(norms > 0, cos, 0), _norm_last(d)])
 
 
+def _real_flat(tree) -> jax.Array:
+    v = _flat(tree)
+    return jnp.concatenate([v.real, v.imag]) if jnp.iscomplexobj(v) else v
+
+
+def cross_probe(ya, yb) -> jax.Array:
+    """(aᵀf(x))(bᵀf(x'))/(‖f(x)‖‖f(x')‖) for two fixed unit directions a ⟂̸ b: a joint
+    probe that an orthogonal map of the outputs changes, unlike the cosine and the
+    distance of `pair_probe`. A law concentrated on the maps that commute with a complex
+    structure J (Haar U(k) on ℝ²ᵏ) keeps ⟨f(x), J f(x')⟩ fixed at every draw; moved by a
+    rotation outside U(k) it does not, and this probe sees the difference. 0 for scalar
+    outputs (their product is a `pair_probe` already)."""
+    a, b = _real_flat(ya), _real_flat(yb)
+    if a.size == 1:
+        return jnp.zeros((1,), a.dtype)
+    directions = np.random.default_rng(20251).standard_normal((2, a.size))
+    directions /= np.linalg.norm(directions, axis=-1, keepdims=True)
+    ua, ub = _unit_scaled(a), _unit_scaled(b)
+    norms = jnp.sqrt(jnp.sum(ua * ua)) * jnp.sqrt(jnp.sum(ub * ub))
+    da, db = (jnp.asarray(d, a.dtype) for d in directions)
+    value = jnp.sum(da * ua) * jnp.sum(db * ub) / jnp.where(norms > 0, norms, 1)
+    return jnp.where(norms > 0, value, 0)[None]
+
+
+def orientation_probe(rows: jax.Array) -> jax.Array:
+    """det[f(x₁) … f(x_m)]/∏‖f(x_i)‖ ∈ [−1, 1] for the (m, m) matrix of the outputs at m
+    inputs (Hadamard's ratio): the orientation and the spread of the outputs. Fewer than m
+    outputs cannot tell a law on SO(m) from its image under a reflection (the first m − 1
+    columns of a Haar SO(m) matrix have the law of Haar O(m)'s), m of them can: det(AW) =
+    −det(W) for a reflection A. 0 where an output is 0; NaN where one is not finite."""
+    scale = jnp.max(jnp.abs(rows), axis=-1, keepdims=True)
+    unit = rows / jnp.where(scale > 0, scale, 1)
+    norms = jnp.sqrt(jnp.sum(unit * unit, axis=-1, keepdims=True))
+    unit = unit / jnp.where(norms > 0, norms, 1)
+    finite = jnp.all(jnp.isfinite(rows))
+    return jnp.where(finite, jnp.linalg.det(jnp.where(finite, unit, 0)), jnp.nan)[None]
+
+
 @eqx.filter_jit(**JIT_OPTIONS)
 def probe_samples(prim, kind, acted, act_out, batch_shape, code, ein, eout, eout_inv, keys,
-                  probe_inputs):
+                  probe_inputs, orientation_inputs):
     """Probe values of random functions, each transformed by its test's element.
 
     Test t (code 0 = L: g∘h, 1 = R: h∘g, 2 = E: g⁻¹∘h∘g, 3 = h itself) uses elements
     `ein[t]`, `eout[t]`, `eout_inv[t]` and the random functions drawn from `keys[t]`
     (shape (T, N)). Returns (T, N, P) probe values: the `probes` at each of the fixed
-    `probe_inputs`, then a `pair_probe` for each of the `PAIRS` of them.
+    `probe_inputs`, a `pair_probe` for each of the `PAIRS` of them, a `cross_probe` for
+    each pair, and the `orientation_probe` at the first m of `orientation_inputs` (each
+    argument's inputs stacked on a leading axis), m the real size of the output, when
+    2 ≤ m ≤ ORIENTATION_INPUTS (else 0).
     """
 
     def one(c, e1, e2, e3, key):
         h = random_function(prim, kind, key, batch_shape)
-        outs = []
-        for x in probe_inputs:
+
+        def moved(*x):
             hx = h(*x)
             hgx = h(*_act_args(e1, x, acted))
             left = act_tree(e2, hx) if act_out else hx
             equi = act_tree(e3, hgx) if act_out else hgx
-            outs.append(_select(c, [left, hgx, equi, hx]))
+            return _select(c, [left, hgx, equi, hx])
+
+        outs = [moved(*x) for x in probe_inputs]
         vals = [probes(y) for y in outs]
         vals += [pair_probe(outs[i], outs[j]) for i, j in PAIRS if j < len(outs)]
+        vals += [cross_probe(outs[i], outs[j]) for i, j in PAIRS if j < len(outs)]
+        m = _real_flat(outs[0]).size
+        if 2 <= m <= ORIENTATION_INPUTS:
+            ys = jax.vmap(moved)(*(x[:m] for x in orientation_inputs))
+            rows = jax.vmap(_real_flat)(ys)
+            vals.append(orientation_probe(rows).astype(vals[0].dtype))
+        else:
+            vals.append(jnp.zeros((1,), vals[0].dtype))
         return jnp.concatenate(vals)
 
     per_test = jax.vmap(one, in_axes=(None, None, None, None, 0))

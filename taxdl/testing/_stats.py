@@ -33,7 +33,15 @@ PAIR_NAMES = tuple(f"{probe} at x {INPUT_NAMES[i][2:]}, x' {INPUT_NAMES[j][2:]}"
                    for i, j in PAIRS for probe in ("cos∠(f(x), f(x'))", "‖f(x) − f(x')‖"))
 SCALAR_PAIR_NAMES = tuple(name.replace("cos∠(f(x), f(x'))", "f(x)·f(x')").replace(
     "‖f(x) − f(x')‖", "|f(x) − f(x')|") for name in PAIR_NAMES)
-PROBE_COUNT = len(INPUT_NAMES) * len(PROBE_NAMES) + len(PAIR_NAMES)
+CROSS_NAMES = tuple(f"(a·f(x))(b·f(x'))/‖f(x)‖‖f(x')‖ at x {INPUT_NAMES[i][2:]}, "
+                    f"x' {INPUT_NAMES[j][2:]}" for i, j in PAIRS)
+ORIENTATION_INPUTS = 32
+"""The most outputs (real components) whose orientation is probed: m = output size fixed
+inputs give an m × m determinant."""
+ORIENTATION_NAME = "det[f(x₁) … f(x_m)]/∏‖f(x_i)‖ at m Gaussian x_i (m = output size)"
+JOINT_NAMES = PAIR_NAMES + CROSS_NAMES + (ORIENTATION_NAME,)
+"""The probes of a random function at several inputs, after the per-input ones."""
+PROBE_COUNT = len(INPUT_NAMES) * len(PROBE_NAMES) + len(JOINT_NAMES)
 """Probes per group element of a vector-valued primitive (the Bonferroni factor)."""
 
 
@@ -70,26 +78,26 @@ def ks_pvalue(d: float, n1: int, n2: int) -> float:
 def _probe_label(index: int, total: int) -> str:
     """The name of probe `index` of `total`: the per-input probes at each input of
     INPUT_NAMES, then the pair probes (the layout of `probe_samples`)."""
-    scalar = total == len(INPUT_NAMES) * len(SCALAR_PROBE_NAMES) + len(PAIR_NAMES)
+    scalar = total == len(INPUT_NAMES) * len(SCALAR_PROBE_NAMES) + len(JOINT_NAMES)
     names = SCALAR_PROBE_NAMES if scalar else PROBE_NAMES
     j, p = divmod(index, len(names))
     if j < len(INPUT_NAMES):
         return f"{names[p]} at {INPUT_NAMES[j]}"
     k = index - len(INPUT_NAMES) * len(names)
-    pairs = SCALAR_PAIR_NAMES if scalar else PAIR_NAMES
-    return pairs[k] if k < len(pairs) else f"probe {index}"
+    joint = (SCALAR_PAIR_NAMES if scalar else PAIR_NAMES) + JOINT_NAMES[len(PAIR_NAMES):]
+    return joint[k] if k < len(joint) else f"probe {index}"
 
 
 def _scale_columns(p: int) -> list[tuple[int, ...]]:
     """For each of `p` probes (the layout of `probe_samples`), the probe columns whose
     pooled mean magnitude sets its jitter: itself, except for the distance between the
     outputs at a pair of inputs, which takes the norms (|f| for scalar outputs) at both,
-    and the cosine between them, which takes none (an empty tuple: scale 1). A cosine is
-    scale-free and its rounding error absolute (~1e-7 in float32 whatever its value): a
-    law that gives it one value near 0 (an orthogonal map at two fixed inputs) would
-    otherwise be jittered below that error, and two samples that differ by rounding only
-    would be told apart."""
-    scalar = p == len(INPUT_NAMES) * len(SCALAR_PROBE_NAMES) + len(PAIR_NAMES)
+    and the cosine between them, the cross products and the orientation, which take none
+    (an empty tuple: scale 1). These are scale-free, in [−1, 1], with an absolute rounding
+    error (~1e-7 in float32 whatever their value): a law that gives one of them one value
+    near 0 (an orthogonal map at two fixed inputs) would otherwise be jittered below that
+    error, and two samples that differ by rounding only would be told apart."""
+    scalar = p == len(INPUT_NAMES) * len(SCALAR_PROBE_NAMES) + len(JOINT_NAMES)
     names = SCALAR_PROBE_NAMES if scalar else PROBE_NAMES
     norm = len(names) - 1 if scalar else names.index("‖f(x)‖")
     per_input = len(INPUT_NAMES) * len(names)
@@ -99,7 +107,7 @@ def _scale_columns(p: int) -> list[tuple[int, ...]]:
         if 0 <= k < len(PAIR_NAMES) and k % 2 == 1:
             a, b = PAIRS[k // 2]
             out.append((a * len(names) + norm, b * len(names) + norm))
-        elif 0 <= k < len(PAIR_NAMES) and not scalar:
+        elif (0 <= k < len(PAIR_NAMES) and not scalar) or k >= len(PAIR_NAMES):
             out.append(())
         else:
             out.append((j,))
