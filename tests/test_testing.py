@@ -24,6 +24,7 @@ from taxdl.groups import (
     ScaleShift,
     Scaling,
     SignedPermutation,
+    SpecialOrthogonal,
     Translation,
     Trivial,
 )
@@ -270,6 +271,20 @@ def test_maximality_in_dimension_one_tests_past_coinciding_supergroups():
         "±I_1 × S_1"}
 
 
+@pytest.mark.parametrize("dtype", [jnp.float32, jnp.float64])
+def test_maximality_is_searched_far_from_unit_scale(dtype):
+    # a clip at 1e4 is Bₙ-equivariant and no more, but only inputs beyond the bound show
+    # it (NumPy float64: rotating (2e4, 0) by 45° and clipping differs from clipping then
+    # rotating); the declared cells are checked up to norms of 1e30, so is maximality
+    b, c = 1e4, np.cos(np.pi / 4)
+    q = np.array([[c, -c], [c, c]])
+    x = np.array([2e4, 0.0])
+    assert np.max(np.abs(np.clip(q @ x, -b, b) - q @ np.clip(x, -b, b))) > 1e3
+    result = assert_maximal(tnn.CoordinateClip(bound=b), SignedPermutation(), "E", n=8,
+                            dtype=dtype)
+    assert {m.group: m.found for m in result.maximality}["O(8)"]
+
+
 def test_check_inside_a_users_given_test():
     from hypothesis import given
     from hypothesis import strategies as st
@@ -449,14 +464,14 @@ def test_maximality_probe_uses_elements_outside_the_declared_group(seed):
 
 def test_maximality_probe_takes_far_elements_first():
     # scalings probing a cell declared {±I}: 2 and ½ move a law visibly, 1.05 and −1.1
-    # hardly, −1 and 1 not at all
+    # hardly (the reflection first among these), −1 and 1 not at all
     from taxdl.testing._check import _informative_first
 
     a = np.array([1.05, -1.0, 2.0, 1.0, -1.1, 0.5], np.float32)
     sampled = Element(jnp.asarray(a[:, None, None] * np.eye(3, dtype=np.float32)),
                       jnp.zeros((6, 3), jnp.float32))
     order = _informative_first(sampled, PointReflection(3))
-    assert a[order].tolist() == pytest.approx([2.0, 0.5, 1.05, -1.1, -1.0, 1.0])
+    assert a[order].tolist() == pytest.approx([2.0, 0.5, -1.1, 1.05, -1.0, 1.0])
 
 
 def test_maximality_probe_amplifies_its_last_element():
@@ -585,6 +600,81 @@ def test_gaussian_and_haar_inits_are_orthogonally_invariant(init):
     for flavour in "LRE":
         result = assert_probabilistic(init, Orthogonal(), flavour, n=8)
         assert result.p_value > 1e-3 / 45 and result.checks == 1024
+
+
+class HaarRotation(AbstractInitialiser):
+    """Haar measure on SO(n): a Haar O(n) draw with its first column negated when its
+    determinant is negative. Its law is invariant under rotations on either side and not
+    under reflections (det(AW) = −det(W) = −1)."""
+
+    taxonomy: ClassVar[Taxonomy] = Taxonomy(
+        closure=(GeneralLinear(), GeneralLinear(), GeneralLinear()),
+        probabilistic=(SpecialOrthogonal(), SpecialOrthogonal(),
+                       Product(Scaling(), Orthogonal())),
+        algebraic=(None, None, Product(Scaling(), Trivial())))
+
+    def __call__(self, key, shape, dtype=None):
+        q = tnn.HaarOrthogonal()(key, shape, dtype)
+        return q.at[:, 0].multiply(jnp.sign(jnp.linalg.det(q)))
+
+
+class HaarUnitaryAsReal(AbstractInitialiser):
+    """Haar U(2) written as a real 4 × 4 matrix [[A, −B], [B, A]]: every draw commutes
+    with the complex structure J, a rotated draw does not; declared (falsely) SO(4)."""
+
+    taxonomy: ClassVar[Taxonomy] = Taxonomy(
+        closure=(GeneralLinear(), GeneralLinear(), GeneralLinear()),
+        probabilistic=(SpecialOrthogonal(), SpecialOrthogonal(), None))
+
+    def __call__(self, key, shape, dtype=None):
+        k = shape[0] // 2
+        q = jax.random.normal(key, (2, k, k)) / np.sqrt(2)
+        z, r = jnp.linalg.qr(jax.lax.complex(q[0], q[1]))
+        d = jnp.diagonal(r)
+        z = z * (d / jnp.abs(d).astype(d.dtype))[None, :]
+        return jnp.block([[z.real, -z.imag], [z.imag, z.real]]).astype(dtype or jnp.float32)
+
+
+@pytest.mark.parametrize("n", [3, 4])
+def test_a_law_on_rotations_is_told_from_one_on_orthogonal_matrices(n):
+    # independent of the checker: every draw is a rotation (NumPy float64 determinants)
+    init = HaarRotation()
+    dets = [np.linalg.det(np.asarray(init(jax.random.key(i), (n, n)), np.float64))
+            for i in range(50)]
+    assert np.allclose(dets, 1, atol=1e-5)
+    for flavour in "LR":
+        result = assert_maximal(init, SpecialOrthogonal(), flavour, n=n,
+                                generation="probabilistic")
+        assert [m.found for m in result.maximality if m.group == f"O({n})"] == [True]
+        with pytest.raises(SymmetryViolation) as info:
+            assert_probabilistic(init, Orthogonal(), flavour, n=n)
+        assert info.value.counterexample.probe.startswith("det[f(x₁) … f(x_m)]")
+
+
+def test_a_law_on_unitary_matrices_is_told_from_one_on_rotations():
+    init = HaarUnitaryAsReal()
+    w = np.asarray(init(jax.random.key(0), (4, 4)), np.float64)
+    j = np.block([[np.zeros((2, 2)), -np.eye(2)], [np.eye(2), np.zeros((2, 2))]])
+    assert np.allclose(w @ w.T, np.eye(4), atol=1e-5) and np.allclose(w @ j, j @ w, atol=1e-5)
+    assert np.linalg.det(w) > 0  # so orientation cannot tell, only a joint probe can
+    for flavour in "LR":
+        with pytest.raises(SymmetryViolation) as info:
+            assert_probabilistic(init, SpecialOrthogonal(), flavour, n=4)
+        assert info.value.counterexample.probe.startswith("(a·f(x))(b·f(x'))")
+
+
+def test_informative_elements_alternate_orientation():
+    # three draws from O(n) are all rotations one time in eight: the elements a test
+    # sees alternate between reflections and rotations (reflections first)
+    from taxdl.testing._check import _informative_first
+
+    signs = np.array([1, 1, 1, -1, 1, -1], np.float32)
+    matrix = np.stack([np.diag([s, 1.0, 1.0]).astype(np.float32) * (i + 2)
+                       for i, s in enumerate(signs)])
+    sampled = Element(jnp.asarray(matrix), jnp.zeros((6, 3), jnp.float32))
+    order = _informative_first(sampled, None)
+    dets = np.linalg.det(matrix[order].astype(np.float64))
+    assert np.sign(dets).tolist() == [-1, 1, -1, 1, 1, 1]
 
 
 class GaussianDirection(AbstractLayer):

@@ -51,7 +51,8 @@ from ._report import (
 from ._fit import closure_residuals as fit_residuals
 from .._types import check_bool, check_real
 from ._memory import relieve_map_pressure
-from ._stats import PROBE_COUNT, ks_pvalue, two_sample_test
+from ._stats import ORIENTATION_INPUTS, PROBE_COUNT, ks_pvalue, two_sample_test
+from .strategies import _edge_norms
 from ._subject import as_linear, cast, display_name, resolve
 
 RELATIONS = {
@@ -450,7 +451,10 @@ def _informative_first(sampled: Element, avoid: AbstractGroup | None) -> np.ndar
     (three draws from Bₙ all lie in its index-2 subgroup Dₙ one time in eight, and a
     probe that sees only those cannot refute the larger group). Among those outside,
     the ones far from it come first (outside even at a coarse tolerance): a scaling by
-    1.05 barely moves a law that a scaling by 2 visibly does."""
+    1.05 barely moves a law that a scaling by 2 visibly does. Within each of these
+    classes, real elements alternate between negative and positive determinants (negative
+    first): three draws from O(n) all lie in SO(n) one time in eight, and a test that sees
+    only those cannot tell a law on SO(n) from one on O(n)."""
     element = Element(jnp.asarray(sampled.matrix), jnp.asarray(sampled.shift))
     identity = np.asarray(Trivial(element.matrix.shape[-1]).contains(element, atol=0.0))
     inside = near = np.zeros_like(identity)
@@ -461,7 +465,16 @@ def _informative_first(sampled: Element, avoid: AbstractGroup | None) -> np.ndar
         except NotImplementedError:  # membership not decidable (e.g. a product)
             pass
     rank = np.where(identity, 3, np.where(inside, 2, np.where(near, 1, 0)))
-    return np.argsort(rank, kind="stable")
+    matrix = np.asarray(sampled.matrix)
+    if np.iscomplexobj(matrix) or matrix.shape[-1] == 0:
+        return np.argsort(rank, kind="stable")
+    positive = np.linalg.det(matrix.astype(np.float64)) > 0
+    turn = np.zeros(rank.shape, np.int64)  # the element's place among its rank and sign
+    for r in np.unique(rank):
+        for side in (False, True):
+            members = (rank == r) & (positive == side)
+            turn[members] = np.arange(np.count_nonzero(members))
+    return np.lexsort((positive, turn, rank))
 
 
 AMPLIFY_BOUND = 1e6
@@ -885,13 +898,21 @@ def _raise(ctx: Context, result: CellResult, relation: str, plan: Plan, rows: Ro
 def search_rows(ctx: Context, mode: str, flavour: Flavour, plan: Plan,
                 use_members: bool) -> Counterexample | None:
     """Look for a persistent violation (a maximality counterexample) with generic random
-    inputs; stop at the first one."""
+    inputs; stop at the first one. Every other example is scaled log-uniformly between
+    the tiny and the huge norms of the edge cases (1e-30 and 1e30 where the dtype allows),
+    the range the declared cells are checked over: a map whose larger symmetry breaks
+    only far from unit scale (a clip at a large bound, an ε that matters only for tiny
+    inputs) is refuted there."""
     rng = np.random.default_rng(ctx.seed)
     members = len(ctx.members) if use_members else 1
+    tiny, huge = _edge_norms(ctx.real)
     for e in range(max(ctx.examples, 1)):
         x0 = tuple(rng.standard_normal(s) for s in ctx.shapes)
         if jnp.issubdtype(ctx.dtype, jnp.complexfloating):
             x0 = tuple(x + 1j * rng.standard_normal(x.shape) for x in x0)
+        if e % 2:
+            scale = np.exp(rng.uniform(np.log(tiny), np.log(huge)))
+            x0 = tuple(x * scale for x in x0)
         for m in range(members):
             rows = run_rows(ctx, mode, plan, m, x0, e)
             bad = np.flatnonzero(rows.res["violated"])
@@ -924,6 +945,19 @@ def _probe_inputs(ctx: Context) -> tuple:
                  for xs in (axis, z, offset, small))
 
 
+def _orientation_inputs(ctx: Context) -> tuple:
+    """ORIENTATION_INPUTS fixed Gaussian inputs per argument, stacked on a leading axis:
+    those of the orientation probe (host-side)."""
+    rng = np.random.default_rng(8)
+    cplx = jnp.issubdtype(ctx.dtype, jnp.complexfloating)
+    out = []
+    for s in ctx.shapes:
+        shape = (ORIENTATION_INPUTS, *s)
+        x = rng.standard_normal(shape) + (1j * rng.standard_normal(shape) if cplx else 0)
+        out.append(np.asarray(x, ctx.dtype))
+    return tuple(out)
+
+
 def two_sample(ctx: Context, kind: str, flavour: Flavour, plan: Plan, salt: str):
     """Probe values of `samples` random functions as drawn and as transformed by each of
     `test_elements` fixed group elements; Kolmogorov–Smirnov test of each probe
@@ -940,7 +974,8 @@ def two_sample(ctx: Context, kind: str, flavour: Flavour, plan: Plan, salt: str)
     batch_shape = (ctx.data_batch, *ctx.shapes[0])
     try:
         vals = E.probe_samples(ctx.prim, kind, plan.acted, plan.act_out, batch_shape, code,
-                               _dev(ein), _dev(eout), _dev(einv), keys, _probe_inputs(ctx))
+                               _dev(ein), _dev(eout), _dev(einv), keys, _probe_inputs(ctx),
+                               _orientation_inputs(ctx))
     except jax.errors.ConcretizationTypeError as err:
         hook = {"initialisation": "reinitialise", "time": "random_call",
                 "data": "data_call"}[kind]
