@@ -48,6 +48,19 @@ def _not_a_jax_value(value, message: str) -> None:
                         "Python or NumPy numbers (pass float(value)).")
 
 
+def check_callable(value, name: str, *, who: str | None = None, example: str = ""):
+    """`value` if it is a callable instance; a `TypeError` naming `name` for a class (a
+    module class such as `ReLU` is callable, but calling it builds a module) or anything
+    else."""
+    if isinstance(value, type):
+        raise TypeError(f"{_prefix(who)}`{name}` must be an instance, not the class "
+                        f"{value.__name__}: pass {value.__name__}(...).")
+    if not callable(value):
+        hint = f" (e.g. {example})" if example else ""
+        raise TypeError(f"{_prefix(who)}`{name}` must be callable{hint}, got {value!r}.")
+    return value
+
+
 def check_bool(value, name: str, *, who: str | None = None) -> bool:
     """`value` as a Python bool when it is a Python or NumPy bool; otherwise a `TypeError`
     that names the argument (a string such as "no" would otherwise count as True)."""

@@ -142,6 +142,28 @@ def test_apply_hidden_keeps_the_function(act, group):
         np.testing.assert_allclose(np_mlp(moved, x), np_mlp(m, x), rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("drop", [tnn.Dropout(0.5), tnn.StochasticIsotropicDropout(0.5)],
+                         ids=lambda d: type(d).__name__)
+def test_apply_hidden_keeps_a_dropout_model_a_dropout_model(drop):
+    # the moved dropout is called as a dropout: the identity in inference mode, the
+    # same realisation as the original's for the same key in training, and an error
+    # without a key
+    k0, k1 = jax.random.split(jax.random.key(0))
+    lin0, lin1 = tnn.Linear(N, N, key=k0), tnn.Linear(N, N, key=k1)
+    model = tnn.Sequential([lin0, tnn.Tanh(), drop, lin1])
+    perm = np.roll(np.eye(N, dtype=np.float32), 1, axis=0)
+    moved = tnn.apply_hidden(model, 1, jnp.asarray(perm))
+    x = np.linspace(-1.0, 2.0, N)
+    want = np_chain([lin0, tnn.Tanh(), lin1], x)  # dropout is the identity at inference
+    np.testing.assert_allclose(eqx.nn.inference_mode(moved)(jnp.asarray(x, jnp.float32)),
+                               want, rtol=1e-5, atol=1e-6)
+    key = jax.random.key(2)
+    xs = jnp.asarray(x, jnp.float32)
+    np.testing.assert_allclose(moved(xs, key=key), model(xs, key=key), rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match="pass `key=`"):
+        moved(xs)
+
+
 def test_apply_hidden_refuses_a_group_outside_the_sites_group(library_checks_only):
     # Tanh is not O(n)-equivariant: an O(n) element would change f, so `group=O()` (not a
     # subgroup of the site's Bₙ) is refused by name, before any element is looked at
@@ -450,6 +472,16 @@ def test_stateful_parts_and_bad_arguments_are_refused_when_built(library_checks_
         tnn.MLP(4, 8, 2, key=key)
     with pytest.raises(TypeError, match="InitialisedLinear: `init` must be None or"):
         tnn.InitialisedLinear(4, 4, init=3, key=key)
+    # a plain function is not a factory of primitives; a class is not an activation
+    for param in ("standard", "gmp"):
+        with pytest.raises(TypeError, match="MLP: `activation` relu was called as a factory"):
+            tnn.MLP(4, [8], 2, activation=jax.nn.relu, parameterization=param, key=key)
+    for make in (lambda: tnn.GmPLinear(4, 3, tnn.ReLU, key=key),
+                 lambda: tnn.MultiHeadSum(4, 2, tnn.IsotropicTanh, key=key),
+                 lambda: tnn.MultiHeadAffineSum(4, 3, 2, activation=tnn.IsotropicTanh,
+                                                key=key)):
+        with pytest.raises(TypeError, match="`activation` must be an instance, not the class"):
+            make()
     mlp = tnn.MLP(4, [8], 2, norm="LayerNorm", key=key)                  # stateless: fine
     assert mlp(jnp.ones(4)).shape == (2,)
     assert taxdl.AbstractInitialiser is taxdl.taxonomy.AbstractInitialiser

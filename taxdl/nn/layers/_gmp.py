@@ -39,7 +39,8 @@ from ...taxonomy import (
     signature,
     transport,
 )
-from ..._types import check_bool, check_float_dtype, check_int, resolve_inference
+from ..._types import (check_bool, check_callable, check_float_dtype, check_int,
+                        resolve_inference)
 from .._numerics import require_real
 from ..normalisers._checks import check_momentum
 from ..normalisers._stateful import _debias, _gaussian_batch
@@ -62,10 +63,7 @@ _ODD = (jnp.tanh, jnp.sin, jnp.sinh, jnp.arctan, jnp.arcsinh, jax.nn.soft_sign,
 
 
 def _check_activation(activation, who: str) -> Callable:
-    if not callable(activation):
-        raise TypeError(f"{who}: `activation` must be callable (e.g. jax.nn.relu), got "
-                        f"{activation!r}.")
-    return activation
+    return check_callable(activation, "activation", who=who, example="jax.nn.relu")
 
 
 def activation_commutes_with(activation, group) -> bool | None:

@@ -20,6 +20,7 @@ from ...taxonomy import (
     register,
     reinitialise,
     signature,
+    taxonomy,
     transport,
 )
 from ...taxonomy._compose import Part, part
@@ -60,7 +61,18 @@ def _make_activation(spec: Any, width: int) -> Any:
     if isinstance(spec, AbstractPrimitive):
         return spec
     if callable(spec):
-        return spec(width)
+        made = spec(width)
+        try:
+            taxonomy(made)
+        except TypeError:
+            raise TypeError(
+                f"MLP: `activation` {getattr(spec, '__name__', None) or repr(spec)} was called "
+                "as a factory width -> primitive and "
+                f"returned {type(made).__name__}, which carries no taxonomy; pass a taxdl "
+                "primitive (e.g. taxdl.nn.ReLU()), its class or name, or a factory "
+                "returning one (a plain function such as jax.nn.relu declares no "
+                "symmetry).") from None
+        return made
     raise TypeError(f"MLP: `activation` must be a primitive, a class, a name or a factory "
                     f"width -> primitive; got {spec!r}.")
 

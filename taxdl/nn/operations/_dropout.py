@@ -320,16 +320,25 @@ class _Conjugated(eqx.Module):
     """A dropout whose internal randomness is moved by a group element g (what `transport`
     returns for the E cell): its realisation with key k is $g^{-1}∘f_k∘g$ written in the
     dropout's own form — the basis $B$ becomes $BM$ (isotropic variants), the mask $m$
-    becomes $P^T m$ (standard dropout, $M = PD$ a monomial: diagonal maps commute)."""
+    becomes $P^T m$ (standard dropout, $M = PD$ a monomial: diagonal maps commute).
+
+    It is also what a model moved by a parameter symmetry (`apply_hidden`) holds in
+    place of its dropout, so it is called as the dropout is: the identity in inference
+    mode (`eqx.nn.inference_mode` reaches the wrapped dropout) or at rate 0, and a `key`
+    is needed otherwise. (The checker evaluates it through its hooks, with their keys.)"""
 
     base: eqx.Module
     element: Element
 
     taxonomy = property(lambda self: self.base.taxonomy)
 
-    def __call__(self, x, *, key=None):
-        return realise(self.base, jax.random.key(_FIXED_KEY) if key is None else key,
-                       self.element.matrix)(x)
+    def __call__(self, x, *, key=None, inference: bool | None = None):
+        who = type(self.base).__name__
+        _check_x(x, who, getattr(self.base, "n", None))
+        if resolve_inference(self.base, inference) or self.base.rate == 0:
+            return x
+        _need_key(key, who)
+        return realise(self.base, key, self.element.matrix)(x)
 
 
 def realise(drop, key, frame=None) -> Callable:

@@ -6,7 +6,7 @@ import jax.numpy as jnp
 from jax import named_scope
 from jaxtyping import Array, Float, PRNGKeyArray
 
-from ..._types import RealLike, check_float_dtype, check_int, check_real
+from ..._types import RealLike, check_callable, check_float_dtype, check_int, check_real
 from ...groups import (
     Affine,
     ConformalLinear,
@@ -92,10 +92,8 @@ class MultiHeadSum(AbstractLayer):
         self.n = check_int(n, "n", who="MultiHeadSum")
         self.heads = check_int(heads, "heads", who="MultiHeadSum")
         self.gain = check_real(gain, "gain", who="MultiHeadSum", low=0, low_open=True)
-        self.activation = IsotropicTanh() if activation is None else activation
-        if not callable(self.activation):
-            raise TypeError(f"MultiHeadSum: `activation` must be callable, got "
-                            f"{self.activation!r}.")
+        self.activation = IsotropicTanh() if activation is None else check_callable(
+            activation, "activation", who="MultiHeadSum")
         self.weight = self.gain * _normal(key, (heads, n, n), n, dtype)
         self.bias = jnp.zeros((heads, n), dtype)
 
@@ -157,9 +155,8 @@ class MultiHeadAffineSum(AbstractLayer):
         self.heads = check_int(heads, "heads", who=who)
         self.hidden = check_int(in_features if hidden is None else hidden, "hidden", who=who)
         self.gain = check_real(gain, "gain", who=who, low=0, low_open=True)
-        self.activation = IsotropicTanh() if activation is None else activation
-        if not callable(self.activation):
-            raise TypeError(f"{who}: `activation` must be callable, got {self.activation!r}.")
+        self.activation = IsotropicTanh() if activation is None else check_callable(
+            activation, "activation", who=who)
         k1, k2 = jax.random.split(key)
         h, k = heads, self.hidden
         self.w_in = self.gain * _normal(k1, (h, k, in_features), in_features, dtype)
