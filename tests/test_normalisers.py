@@ -1042,6 +1042,19 @@ def test_magnitude_normalise_refuses_a_negative_concrete_statistic(library_check
     assert np.all(np.isfinite(np.asarray(f(jnp.asarray(-1.0)))))
 
 
+def test_statistics_may_be_numbers():
+    # the statistics are scalars or per-feature vectors, Python numbers included
+    # (float64 NumPy references of γ x/(s + ε) + β and of γ √n/E_χn (x − μ)/√(s² + ε) + β)
+    x = np.asarray([[3.0, 4.0], [-1.0, 0.5]])
+    xs = jnp.asarray(x, jnp.float32)
+    np.testing.assert_allclose(tf.magnitude_normalise(xs, 2.5, 2.0, 0.5, 0.5),
+                               2.0 * x / 3.0 + 0.5, rtol=1e-6)
+    chi = math.sqrt(2) * math.gamma(1.5) / math.gamma(1.0)
+    for mean in (0.25, jnp.asarray(0.25)):
+        np.testing.assert_allclose(tf.chi_apply(xs, mean, 5.0, 1.0, 0.0, 11.0),
+                                   math.sqrt(2) / chi * (x - 0.25) / 6.0, rtol=1e-6)
+
+
 _X34 = jnp.asarray(rng(40).normal(size=(3, 4)), jnp.float32)
 _BAD_PARAMETERS = [
     ("layer_norm", "gamma", lambda: tf.layer_norm(_X34, jnp.ones(3), 0.0)),

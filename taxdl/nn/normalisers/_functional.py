@@ -393,8 +393,9 @@ def chi_scale(n: IntLike) -> float:
     return math.sqrt(int(n)) / chi_mean(n)
 
 
-def chi_apply(x: Float[Array, "*b n"], mean: Float[Array, " n"], rms: Float[Array, ""],
-              gamma, beta, eps: RealLike = 0.0) -> Float[Array, "*b n"]:
+def chi_apply(x: Float[Array, "*b n"], mean: Float[Array, " n"] | Float[Array, ""] | RealLike,
+              rms: Float[Array, ""] | RealLike, gamma, beta, eps: RealLike = 0.0
+              ) -> Float[Array, "*b n"]:
     """The per-example Chi-normaliser with given statistics (eq 47):
     $γ\\,\\frac{\\sqrt n}{\\mathbb E_{χ_n}}\\,\\frac{x - μ}{\\sqrt{ρ^2 + ε}} + \\vec β$, where
     $μ$ is the batch mean and $ρ^2 = \\mathbb E_B\\|x - μ\\|^2$ the mean squared magnitude.
@@ -423,11 +424,13 @@ def _ratio(x, mean, scale, eps):
     first divided by their common largest magnitude (gradient stopped). Computed in
     `compute_dtype(x.dtype)` (statistics of any dtype), returned in x's dtype."""
     work = compute_dtype(x.dtype)
-    dtype, x, mean, scale = x.dtype, x.astype(work), mean.astype(work), scale.astype(work)
+    mean, scale = jnp.asarray(mean, work), jnp.asarray(scale, work)
+    dtype, x = x.dtype, x.astype(work)
     if x.size == 0:
         return x.astype(dtype)
-    m = jnp.maximum(jnp.maximum(jnp.max(jnp.abs(x), axis=-1, keepdims=True),
-                                jnp.max(jnp.abs(mean), axis=-1, keepdims=True)),
+    # a scalar μ is shared by every feature: its magnitude is the largest one itself
+    mean_max = jnp.max(jnp.abs(mean), axis=-1, keepdims=True) if mean.ndim else jnp.abs(mean)
+    m = jnp.maximum(jnp.maximum(jnp.max(jnp.abs(x), axis=-1, keepdims=True), mean_max),
                     jnp.max(jnp.abs(scale)))
     m = power_of_two_near(jax.lax.stop_gradient(m))
     c = x / m - mean / m
@@ -558,8 +561,8 @@ def _chi_ratio(x, eps: float):
     return c * _inverse_root(s, math.sqrt(eps) / m)
 
 
-def magnitude_normalise(x: Float[Array, "*b n"], scale: Float[Array, ""], gamma, beta,
-                        eps: RealLike = 0.0) -> Float[Array, "*b n"]:
+def magnitude_normalise(x: Float[Array, "*b n"], scale: Float[Array, ""] | RealLike, gamma,
+                        beta, eps: RealLike = 0.0) -> Float[Array, "*b n"]:
     """Time-like magnitude normalisation (isotropic paper App. A.1.1, last paragraph):
     $γ\\,x / (s + ε) + \\vec β$ with $s$ a (gradient-stopped) moving average of the
     magnitude $\\|x\\|$ over training steps; $s + ε = 0$ gives β. A magnitude is never
@@ -575,7 +578,7 @@ def magnitude_normalise(x: Float[Array, "*b n"], scale: Float[Array, ""], gamma,
     check_per_feature(x, "magnitude_normalise", gamma=gamma, beta=beta)
     _check_magnitude(scale, "scale", "magnitude_normalise")
     work = compute_dtype(x.dtype)
-    s = jax.lax.stop_gradient(scale).astype(work) + eps
+    s = jax.lax.stop_gradient(jnp.asarray(scale, work)) + eps
     ok = s > 0
     inv = jnp.where(ok, 1 / jnp.where(ok, s, 1), 0)
     return gamma * (x.astype(work) * inv).astype(x.dtype) + beta
