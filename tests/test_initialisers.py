@@ -278,6 +278,25 @@ def test_initialiser_arguments_must_be_callable(library_checks_only):
             call()
 
 
+@pytest.mark.parametrize("lower, upper", [(3.0, 3.0001), (-8.2, -8.1), (1.0, 1.001),
+                                          (-0.3, 0.1), (2.0, 2.4)])
+def test_truncated_normal_on_a_narrow_interval(lower, upper):
+    # the draws span the interval in units of the truncated law's standard deviation,
+    # which is taken (independently) by float64 trapezoidal quadrature about the midpoint
+    from taxdl.nn.initialisers import _functional as F
+
+    c = (lower + upper) / 2
+    t = np.linspace(lower, upper, 200_001)
+    dens = np.exp(-(t * t - c * c) / 2)
+    mean = np.trapezoid(dens * (t - c), t) / np.trapezoid(dens, t)
+    sd = np.sqrt(np.trapezoid(dens * (t - c - mean) ** 2, t) / np.trapezoid(dens, t))
+    w = np.asarray(F.truncated_normal(jax.random.key(0), (20_000,), jnp.float32, 1.0,
+                                      lower, upper), np.float64)
+    tol = 0.01 * (upper - lower)  # float32 rounding near 3 is 0.24 % of 1e-4
+    assert lower - tol <= w.min() * sd and w.max() * sd <= upper + tol
+    assert w.max() * sd > upper - 5 * tol and w.min() * sd < lower + 5 * tol
+
+
 def test_truncated_normal_in_one_tail():
     """An interval in one tail ([4, 6] holds 3.2e-5) is rescaled to the asked standard
     deviation; one without mass in float64 ([50, 60]) is refused by name instead of a

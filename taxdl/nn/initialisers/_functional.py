@@ -406,8 +406,11 @@ def truncated_normal(key: PRNGKeyArray, shape, dtype=None, stddev: Scale = 1.0,
         raise ValueError(f"truncated_normal: [`lower`, `upper`] = [{lower!r}, {upper!r}] "
                          "standard deviations holds no probability mass in float64; use "
                          "bounds within about ±37.")
-    mean = (phi(lower) - phi(upper)) / z
-    var = 1 + (lower * phi(lower) - upper * phi(upper)) / z - mean * mean
+    if upper - lower >= NARROW:
+        mean = (phi(lower) - phi(upper)) / z
+        var = 1 + (lower * phi(lower) - upper * phi(upper)) / z - mean * mean
+    else:
+        var = _narrow_truncated_variance(lower, upper)
     scale = stddev / math.sqrt(var)
     _fits(scale, max(abs(lower), abs(upper)), dtype, "truncated_normal", "stddev", stddev)
     work = _work(dtype)
@@ -418,6 +421,29 @@ def truncated_normal(key: PRNGKeyArray, shape, dtype=None, stddev: Scale = 1.0,
     else:  # the CDF at both bounds is at least 0.02 away from 1: sampled through it
         w = jax.random.truncated_normal(key, lower, upper, shape, work)
     return _scaled(scale, w, dtype)
+
+
+NARROW = 0.5
+"""Intervals narrower than this (in standard deviations) take their truncated variance by
+quadrature (`_narrow_truncated_variance`)."""
+
+
+def _narrow_truncated_variance(a: float, b: float) -> float:
+    """The variance of the standard normal truncated to a narrow [a, b] (b − a < NARROW),
+    by 48-point Gauss–Legendre quadrature of t = a + (b − a)s over s ∈ [0, 1], with the
+    density as exp(−(t² − m²)/2) for m the bound nearest 0 (at most 1, so no underflow)
+    and the variance taken about the mean (two passes). The closed form
+    1 + (aφ(a) − bφ(b))/Z − mean² subtracts numbers of size a² to leave one of size
+    (b − a)²/12: for [3, 3.0001], 2 % of it is lost. Over a width below ½ the integrand's
+    exponent changes by at most |a|/2 + ⅛, which the rule integrates to rounding."""
+    nodes, weights = np.polynomial.legendre.leggauss(48)
+    s = (nodes + 1) / 2
+    t = a + (b - a) * s
+    m = min(abs(a), abs(b)) if a * b > 0 else 0.0
+    w = weights * np.exp(-(t * t - m * m) / 2)
+    w = w / np.sum(w)
+    mean = np.sum(w * s)
+    return float((b - a) ** 2 * np.sum(w * (s - mean) ** 2))
 
 
 _LOG_ROOT_2PI = 0.5 * math.log(2 * math.pi)
