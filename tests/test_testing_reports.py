@@ -326,12 +326,14 @@ def test_a_distance_that_is_zero_in_every_draw_is_jittered_at_the_outputs_scale(
     # distance is a point mass at 0, and a transformed draw that moves both inputs by
     # rounding leaves ~1e-7 of the outputs; that is not a different law, while a distance
     # of 5% of the outputs is
-    from taxdl.testing._stats import PAIR_NAMES, PROBE_COUNT, _probe_label, two_sample_test
+    from taxdl.testing._stats import (INPUT_NAMES, PROBE_COUNT, PROBE_NAMES, _probe_label,
+                                      two_sample_test)
 
     rng = np.random.default_rng(0)
     n = 1024
     base = rng.standard_normal((n, PROBE_COUNT))
-    dist = PROBE_COUNT - len(PAIR_NAMES) + 7  # ‖f(x) − f(x')‖ of the last pair (x, x/4)
+    # ‖f(x) − f(x')‖ of the last pair (x, x/4), after the per-input probes
+    dist = len(INPUT_NAMES) * len(PROBE_NAMES) + 7
     assert _probe_label(dist, PROBE_COUNT).startswith("‖f(x) − f(x')‖")
     norms = [i * 5 + 3 for i in (1, 3)]  # ‖f(x)‖ at both inputs of that pair
     base[:, norms] = 1 + 0.1 * rng.random((n, 2))
@@ -349,12 +351,13 @@ def test_a_cosine_that_is_one_value_near_zero_is_jittered_on_its_own_scale():
     # draw (here 6e-4) up to float32 rounding (~1e-7, absolute), which for a transformed
     # draw (one fixed element's products) is offset by ~1.5e-7; that is not a different
     # law, while a cosine spread by 0.05 is
-    from taxdl.testing._stats import PAIR_NAMES, PROBE_COUNT, _probe_label, two_sample_test
+    from taxdl.testing._stats import (INPUT_NAMES, PROBE_COUNT, PROBE_NAMES, _probe_label,
+                                      two_sample_test)
 
     rng = np.random.default_rng(0)
     n = 1024
     base = rng.standard_normal((n, PROBE_COUNT))
-    cos = PROBE_COUNT - len(PAIR_NAMES)  # cos∠(f(x), f(x')) of the first pair
+    cos = len(INPUT_NAMES) * len(PROBE_NAMES)  # cos∠(f(x), f(x')) of the first pair
     assert _probe_label(cos, PROBE_COUNT).startswith("cos∠(f(x), f(x'))")
     base[:, cos] = 6.2e-4 + 5e-8 * rng.standard_normal(n)
     rounding, real = base.copy()[None], base.copy()[None]
