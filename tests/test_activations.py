@@ -592,6 +592,56 @@ def test_isotropic_second_derivatives_at_the_origin_and_elsewhere():
         np.testing.assert_allclose(h, fd, rtol=1e-6, atol=1e-7)
 
 
+def _radial_hessian(x, b, a):
+    """H[k, i, j] = ∂ᵢ∂ⱼ (g(r) x)_k = A xᵢxⱼx_k + B (δᵢⱼx_k + δⱼ_k xᵢ + δᵢ_k xⱼ), with
+    B = g'/r and A = (g'' − g'/r)/r² (float64)."""
+    eye = np.eye(x.size)
+    return (a * np.einsum("i,j,k->kij", x, x, x)
+            + b * (np.einsum("ij,k->kij", eye, x) + np.einsum("jk,i->kij", eye, x)
+                   + np.einsum("ik,j->kij", eye, x)))
+
+
+@pytest.mark.parametrize("name", ["tanh", "sinusoid", "sinusoid near -1"])
+@pytest.mark.parametrize("dtype", [jnp.float32, jnp.float64])
+def test_isotropic_hessians_near_the_origin_are_relatively_accurate(name, dtype):
+    # entries are O(‖x‖) there. With g(r) = σ(r)/r = 1 + c₁s + c₂s² + c₃s³ + … (s = r²),
+    # B = g'/r = 2c₁ + 4c₂s + 6c₃s² and A = (g'' − g'/r)/s = 8c₂ + 24c₃s, from the Taylor
+    # series tanh r/r = 1 − s/3 + 2s²/15 − 17s³/315 and sin r/r = 1 − s/6 + s²/120 −
+    # s³/5040 (isotropic sinusoid: g = 1 + λ(sin r/r − 1)); at r ≤ 1e-4 the terms left out
+    # are below 1e-15 relative
+    f, (c1, c2, c3) = {
+        "tanh": (F.isotropic_tanh, (-1 / 3, 2 / 15, -17 / 315)),
+        "sinusoid": (ft.partial(F.isotropic_sinusoid, lam=1.0), (-1 / 6, 1 / 120, -1 / 5040)),
+        "sinusoid near -1": (ft.partial(F.isotropic_sinusoid, lam=-0.999),
+                             (0.999 / 6, -0.999 / 120, 0.999 / 5040))}[name]
+    u = np.array([0.3, -0.5, 0.2, 0.7, -0.1, 0.4])
+    u /= np.linalg.norm(u)
+    with jax.enable_x64(dtype == jnp.float64):
+        hess = jax.jit(jax.hessian(f))
+        for scale in (1e-4, 1e-8, 1e-15, 1e-20, 1e-30):
+            x = jnp.asarray(u * scale, dtype)
+            xr = np.asarray(x, np.float64)
+            sq = float(xr @ xr)
+            want = _radial_hessian(xr, 2 * c1 + 4 * c2 * sq + 6 * c3 * sq * sq,
+                                   8 * c2 + 24 * c3 * sq)
+            got = np.asarray(hess(x), np.float64)
+            tol = 1e-5 if dtype == jnp.float32 else 1e-12
+            assert np.max(np.abs(got - want)) <= tol * np.max(np.abs(want)), scale
+
+
+@pytest.mark.parametrize("f", [ft.partial(F.isotropic_relu, r0=1.0),
+                               ft.partial(F.isotropic_threshold, r0=1.0),
+                               ft.partial(F.isotropic_relu, r0=0.0),
+                               ft.partial(F.isotropic_leaky_relu, alpha=0.1, r0=1.0)])
+def test_isotropic_hessians_vanish_where_the_map_is_linear(f):
+    # 0 or the identity (or αx) on ‖x‖ < 1: second derivatives are exactly 0, also at
+    # tiny inputs (where 1/r's derivative overflows float32)
+    u = np.array([0.3, -0.5, 0.2, 0.7])
+    hess = jax.jit(jax.hessian(f))
+    for scale in (0.5, 1e-10, 1e-20, 1e-30, 0.0):
+        np.testing.assert_array_equal(hess(jnp.asarray(u * scale, jnp.float32)), 0)
+
+
 @pytest.mark.parametrize("f", [
     F.isotropic_tanh, ft.partial(F.isotropic_relu, r0=0.5, r_max=2.0),
     ft.partial(F.isotropic_leaky_relu, alpha=0.1), ft.partial(F.isotropic_threshold, r0=0.3),

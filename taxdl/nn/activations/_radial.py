@@ -35,8 +35,11 @@ Profile = Callable[[Array], tuple[Array, Array, Array]]
 
 def _coefficients(r, p, rs, u, profile: Profile, derivative: bool):
     """Per-row coefficients: the value is $(p x)\\,q$ with $q = A/p + B/r_s$ (and `u`,
-    see `_value`); the derivative uses $g = σ/r$, $k = σ' - g$ and $1/r$ (underflowing
-    only for r ≳ 1e38 in float32, where the Jacobian is ≈ 0 anyway)."""
+    see `_value`); the derivative `_tangent` uses $g = σ/r$, $c = σ' - g$ and $ρ = 1/r$
+    (underflowing only for r ≳ 1e38 in float32, where the Jacobian is ≈ 0 anyway), or,
+    for rows near the origin where the profile has a `near_form`, g and κ = c/r² from it
+    and ρ = 1. Both give the same tangent; the second is what keeps the tangent's own
+    derivatives (second derivatives of f) accurate there (see `near_form`)."""
     a, b, dsig = profile(r)
     inv = inverse_or_zero(rs)
     q = a / p + b * inv
@@ -44,7 +47,19 @@ def _coefficients(r, p, rs, u, profile: Profile, derivative: bool):
         return p, q, u
     inv_r = p * inv
     g = a + b * inv_r
-    return p, q, u, g, dsig - g, inv_r
+    c, rho = dsig - g, inv_r
+    near = near_form(profile)
+    if near is not None:
+        near_g, near_kappa, limit = near
+        inside = r * r < limit
+        s = jnp.where(inside, r * r, 0)
+        # selects of the coefficients themselves, not of tangents made from them: the
+        # general form's derivatives may be infinite in these rows (1/r's is −1/r²), and
+        # one times a zero cotangent would be NaN
+        g = jnp.where(inside, near_g(s), g)
+        c = jnp.where(inside, near_kappa(s), c)
+        rho = jnp.where(inside, 1, rho)
+    return p, q, u, g, c, rho
 
 
 def _value(x, p, q, u, profile: Profile, exceptional: bool = True):
@@ -104,19 +119,123 @@ def _radial(x, profile: Profile):
 def _radial_jvp(profile, primals, tangents):
     (x,), (dx,) = primals, tangents
     y, g, k, inv_r = _norm_and_value(x, profile, derivative=True)
+    return y, _tangent(x, dx, g, k, inv_r)
+
+
+def _tangent(x, dx, g, c, rho):
+    """The tangent g dx + c (x̂·dx) x̂ with x̂ written as x ρ: ρ = 1/r and c = σ' − g, or
+    near the origin ρ = 1 and c = κ = (σ' − g)/r² (see `_coefficients`)."""
     # x̂·dx = Σ (x/r) dx and the rank-one term (k x̂·dx) x̂, with x̂ = x/r written
     # elementwise (never materialised), in the same shape as a plain autodiff graph, so
     # that XLA computes y and the cotangent in one pass. Every per-row factor is O(1) or
     # O(1/r): a transpose that multiplied k by 1/r first would form k/r ≈ 1/r², which
     # float32 flushes to 0 above r ≈ 1e19, losing the radial term. (A row with an
     # infinite component gets NaN derivatives: guarding x here costs that pass.)
-    xh = x * inv_r[..., None].astype(x.dtype)
+    xh = x * rho[..., None].astype(x.dtype)
     if jnp.iscomplexobj(x):
         dot = jnp.sum(jnp.real(jnp.conj(xh) * dx), axis=-1)
     else:
         dot = jnp.sum(xh * dx, axis=-1)
-    dy = g[..., None].astype(x.dtype) * dx + xh * (k * dot)[..., None].astype(x.dtype)
-    return y, dy
+    return g[..., None].astype(x.dtype) * dx + xh * (c * dot)[..., None].astype(x.dtype)
+
+
+def near_form(profile: Profile):
+    """`(g, κ, limit)` for a profile whose σ is, for r² = s < `limit`, smooth at the
+    origin with g = σ(r)/r and κ = (σ'(r) − g)/r² written as functions of s (power
+    series, or constants where σ is linear), or None. The derivative rule uses them for
+    rows with s < limit: its tangent g dx + k (x̂·dx) x̂ (k = σ' − g) is then
+    g dx + κ (x·dx) x, and differentiating that again (Hessians) takes derivatives of
+    g(s) and κ(s) through s = Σ xᵢ², which are accurate. Differentiating the general form
+    instead differentiates σ' − g, whose terms of size 1 cancel to k ≈ κ(0) r² (absolute
+    error ε, so relative error ε/r² in the second derivatives, whose entries are O(r)),
+    and 1/r, whose derivative −1/r² overflows in float32 for r ≲ 1e-19."""
+    fn = getattr(profile, "func", profile)
+    params = getattr(profile, "keywords", {})
+    make = _NEAR.get(fn)
+    return None if make is None else make(**params)
+
+
+NEAR_LIMIT = 0.01
+"""Near forms are used for r² below this (r < 0.1): beyond it the general form's relative
+error in second derivatives, ~ε/r², is at most 100ε."""
+
+
+def _series(coefficients: tuple[float, ...]) -> Callable:
+    """s ↦ Σ c_k s^k for s < NEAR_LIMIT by Horner's rule, with the terms the dtype
+    resolves there (those above ε/10 of the largest)."""
+    def f(s):
+        eps = float(jnp.finfo(s.dtype).eps)
+        top = max(abs(c) * NEAR_LIMIT ** k for k, c in enumerate(coefficients))
+        used = [c for k, c in enumerate(coefficients)]
+        while len(used) > 1 and abs(used[-1]) * NEAR_LIMIT ** (len(used) - 1) < eps / 10 * top:
+            used.pop()
+        acc = jnp.full_like(s, used[-1])
+        for c in reversed(used[:-1]):
+            acc = acc * s + c
+        return acc
+
+    return f
+
+
+def _constant(value: float) -> Callable:
+    return lambda s: jnp.full_like(s, value)
+
+
+def _bernoulli(count: int) -> list:
+    """B_0 … B_{count−1} as fractions (B_1 = −1/2)."""
+    from fractions import Fraction
+
+    b = [Fraction(1)]
+    for m in range(1, count):
+        b.append(-sum(math.comb(m + 1, j) * b[j] for j in range(m)) / (m + 1))
+    return b
+
+
+@ft.lru_cache(maxsize=None)
+def _tanh_near() -> tuple:
+    """tanh r = Σ_{n≥1} T_n r^{2n−1}, T_n = 2^{2n}(2^{2n} − 1) B_{2n}/(2n)!: g(s) =
+    Σ T_n s^{n−1}, σ' = Σ (2n − 1) T_n s^{n−1}, κ(s) = Σ_{n≥2} (2n − 2) T_n s^{n−2}
+    (their terms shrink by (2r/π)² ≤ 0.004 at s < NEAR_LIMIT)."""
+    b = _bernoulli(24)
+    t = [float(2 ** (2 * n) * (2 ** (2 * n) - 1) * b[2 * n] / math.factorial(2 * n))
+         for n in range(1, 12)]
+    g = tuple(t[:10])
+    kappa = tuple((2 * n - 2) * t[n - 1] for n in range(2, 12))
+    return _series(g), _series(kappa), NEAR_LIMIT
+
+
+def _sinusoid_near(lam: float) -> tuple:
+    """σ = r + λ sin r: g(s) = 1 + λ Σ_{n≥0} (−s)^n/(2n+1)!, κ(s) = λ Σ_{n≥1} (−1)^n 2n
+    s^{n−1}/(2n+1)!."""
+    g = tuple([1.0 + lam] + [lam * (-1) ** n / math.factorial(2 * n + 1)
+                             for n in range(1, 8)])
+    kappa = tuple(lam * (-1) ** n * 2 * n / math.factorial(2 * n + 1) for n in range(1, 9))
+    return _series(g), _series(kappa), NEAR_LIMIT
+
+
+def _linear_near(slope: float, radius: float) -> tuple | None:
+    """σ(r) = slope·r for r < `radius`: g = slope, κ = 0 (used up to NEAR_LIMIT)."""
+    if radius <= 0:
+        return None
+    return _constant(slope), _constant(0.0), min(radius * radius, NEAR_LIMIT)
+
+
+def _relu_near(r0: float, r_max: float | None) -> tuple | None:
+    if r0 > 0:
+        return _linear_near(0.0, r0)  # σ = 0 below R₀
+    return _linear_near(1.0, math.inf if r_max is None else r_max)  # the identity
+
+
+def _threshold_near(r0: float) -> tuple | None:
+    return _linear_near(0.0, r0) if r0 > 0 else _linear_near(1.0, math.inf)
+
+
+def _leaky_near(alpha: float, r0: float) -> tuple | None:
+    return _linear_near(alpha, r0) if r0 > 0 else _linear_near(1.0, math.inf)
+
+
+def _soft_leaky_near(alpha: float, r0: float, delta: float) -> tuple | None:
+    return _linear_near(alpha, r0 - delta)
 
 
 def bound(fn: Callable, **params) -> Callable:
@@ -412,3 +531,10 @@ def callable_profile(r, sigma: Callable, of_square: bool = False):
     b = jnp.where(linear, 0, s)
     ds = jnp.where(positive, ds, d0)
     return a.astype(r.dtype), b.astype(r.dtype), ds.astype(r.dtype)
+
+
+_NEAR = {tanh_profile: lambda: _tanh_near(), sinusoid_profile: _sinusoid_near,
+         relu_profile: _relu_near, threshold_profile: _threshold_near,
+         leaky_profile: _leaky_near, soft_leaky_profile: _soft_leaky_near}
+"""The profiles with a near-origin form (`near_form`), each with a maker taking the
+profile's parameters."""
