@@ -340,6 +340,17 @@ def test_loss_barrier_definition():
                                            0.25).w, 0.5)
     with pytest.raises(ValueError, match="num"):
         loss_barrier(loss, Scale(jnp.array(0.0)), Scale(jnp.array(2.0)), num=1)
+    # s may be traced: a vmapped sweep, and the derivative (w₁ − w₀)·dL/dw = 2·2(w − 1)
+    m0, m1 = Scale(jnp.array(0.0)), Scale(jnp.array(2.0))
+    along = lambda t: loss(interpolate(m0, m1, t))  # noqa: E731
+    np.testing.assert_allclose(jax.vmap(along)(jnp.array([0.0, 0.25, 1.0])),
+                               [2.0, 1.25, 2.0])
+    for t in (0.25, 1.0):
+        np.testing.assert_allclose(jax.grad(along)(jnp.asarray(t)), 4 * (2 * t - 1))
+    np.testing.assert_array_equal(interpolate(Scale(jnp.array(0.1)), Scale(jnp.array(0.3)),
+                                              jnp.asarray(1.0)).w, np.float32(0.3))
+    with pytest.raises(ValueError, match="`s` must be a scalar"):
+        interpolate(m0, m1, jnp.ones(2))
 
 
 def test_aligned_models_have_no_barrier():

@@ -374,16 +374,26 @@ def align(reference: Any, model: Any, *, method: str = "weights", data=None,
 
 
 # ----------------------------------------------------------------------- barrier
-def interpolate(model0: Any, model1: Any, s: float) -> Any:
+def interpolate(model0: Any, model1: Any, s: float | jax.Array) -> Any:
     """The model with parameters $(1-s)\\,θ_0 + s\\,θ_1$ (floating-point array leaves;
-    everything else is taken from `model0`)."""
+    everything else is taken from `model0`), exactly θ₁ at s = 1. `s` may be a JAX
+    scalar, traced too (`jax.vmap` over a grid of s, `jax.grad` with respect to it)."""
     p0, static = eqx.partition(model0, eqx.is_inexact_array)
     p1, _ = eqx.partition(model1, eqx.is_inexact_array)
     _same_parameters(p0, p1)
-    if s == 1:
-        return eqx.combine(p1, static)
+    if jnp.ndim(s) != 0:
+        raise ValueError(f"interpolate: `s` must be a scalar, got shape {jnp.shape(s)}.")
     # θ₀ + s(θ₁ − θ₀): exactly θ₀ when the models are equal ((1 − s)θ₀ + sθ₀ is not, by
     # rounding, which eq 37's ratio magnifies where the end losses are near 0)
+    if isinstance(s, (jax.core.Tracer, jax.Array)):
+        def mix(a, b):
+            t = a + s.astype(a.dtype) * (b - a)
+            # exactly θ₁ at s = 1, with the derivative θ₁ − θ₀ there too
+            return t + jax.lax.stop_gradient(jnp.where(s == 1, b - t, 0))
+
+        return eqx.combine(jax.tree_util.tree_map(mix, p0, p1), static)
+    if s == 1:
+        return eqx.combine(p1, static)
     mixed = jax.tree_util.tree_map(lambda a, b: a + s * (b - a), p0, p1)
     return eqx.combine(mixed, static)
 

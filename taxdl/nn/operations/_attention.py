@@ -50,6 +50,9 @@ def _check_qkv(q, k, v, who: str):
     if k.shape[0] != v.shape[0]:
         raise ValueError(f"{who}: `keys` and `values` need the same length S, got shapes "
                          f"{k.shape} and {v.shape}.")
+    if k.shape[0] == 0:
+        raise ValueError(f"{who}: `keys` must hold at least one key (S >= 1), got shape "
+                         f"{k.shape}.")
 
 
 def _attention_taxonomy(group, note: str) -> Taxonomy:

@@ -404,6 +404,9 @@ def _scaled_scores(query, key):
     Computed in float32 for half-precision inputs."""
     require_floating(query, "attention", "query")
     require_floating(key, "attention", "key")
+    if key.ndim < 2 or key.shape[-2] == 0:
+        raise ValueError(f"attention: `key` must be an (S, d) array with S >= 1 keys (the "
+                         f"weights over no keys are undefined), got shape {key.shape}.")
     work = compute_dtype(jnp.result_type(query, key))
     q, k = query.astype(work), key.astype(work)
     pq = jax.lax.stop_gradient(power_of_two_near(jnp.max(jnp.abs(q), axis=-1, keepdims=True)))
