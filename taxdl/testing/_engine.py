@@ -529,7 +529,7 @@ def _real_flat(tree) -> jax.Array:
 
 
 def cross_probe(ya, yb) -> jax.Array:
-    """(aᵀf(x))(bᵀf(x'))/(‖f(x)‖‖f(x')‖) for two fixed unit directions a ⟂̸ b: a joint
+    """(aᵀf(x))(bᵀf(x'))/(‖f(x)‖‖f(x')‖) for two fixed unit directions a, b: a joint
     probe that an orthogonal map of the outputs changes, unlike the cosine and the
     distance of `pair_probe`. A law concentrated on the maps that commute with a complex
     structure J (Haar U(k) on ℝ²ᵏ) keeps ⟨f(x), J f(x')⟩ fixed at every draw; moved by a

@@ -166,7 +166,7 @@ def _series(coefficients: tuple[float, ...]) -> Callable:
     def f(s):
         eps = float(jnp.finfo(s.dtype).eps)
         top = max(abs(c) * NEAR_LIMIT ** k for k, c in enumerate(coefficients))
-        used = [c for k, c in enumerate(coefficients)]
+        used = list(coefficients)
         while len(used) > 1 and abs(used[-1]) * NEAR_LIMIT ** (len(used) - 1) < eps / 10 * top:
             used.pop()
         acc = jnp.full_like(s, used[-1])
