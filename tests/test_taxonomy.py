@@ -236,8 +236,10 @@ def test_table_group_filter_takes_every_displayed_group_name():
     for row in table.rows:
         for g in ("closure", "probabilistic", "algebraic"):
             for f in ("L", "R", "E"):
-                shown.setdefault(row.taxonomy.cell(g, f).group.name, set()).add(row.name)
-    names = ("ℤ₂^n", "±I_n", "ℝ×₊ × S_n", "U(1)^n⋊S_n")
+                cell = row.taxonomy.cell(g, f)
+                shown.setdefault(cell.group.name, set()).add(row.name)
+                shown.setdefault(cell.name, set()).add(row.name)  # "SU(2)→SO(3)" too
+    names = ("ℤ₂^n", "±I_n", "ℝ×₊ × S_n", "U(1)^n⋊S_n", "SU(2)→SO(3)")
     for name in names:
         assert name in shown, name
     # every displayed name parses (cheap); a few also filter

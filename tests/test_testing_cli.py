@@ -164,6 +164,26 @@ def test_check_reports_usage_errors_with_exit_code_2(tmp_path, capsys):
     for flag, value in (("--samples", "0"), ("--n", "0"), ("--batch", "1")):
         assert cli.main(["check", "taxdl.nn:ReLU", flag, value]) == 2
         assert f"{flag} must be an integer >=" in capsys.readouterr().err
+    assert cli.main(["check", "taxdl.nn:ReLU", "--seed", str(2**63)]) == 2
+    assert "--seed must be an integer in [-2**63, 2**63)" in capsys.readouterr().err
+    # a factory that returns something else is named in one line
+    assert cli.main(["check", "taxdl:table"]) == 2
+    err = capsys.readouterr().err
+    assert "the factory table returned a Table, which carries no taxonomy" in err
+    assert len(err.splitlines()) == 1
+
+
+def test_a_module_in_the_working_directory_is_found(tmp_path, monkeypatch, capsys):
+    # as with `python -m taxdl`, also when the `taxdl` script's folder heads the path
+    from taxdl import cli
+
+    (tmp_path / "my_prims_cwd.py").write_text(USER_FILE)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", str(tmp_path))])
+    assert cli.main(["check", "my_prims_cwd:Softsign", "--n", "3", "--examples", "4",
+                     "--no-maximality"]) == 0
+    assert "PASSED" in capsys.readouterr().out
+    assert str(tmp_path) not in sys.path
 
 
 UNDERCLAIMED_FILE = textwrap.dedent('''

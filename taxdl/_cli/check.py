@@ -56,11 +56,19 @@ def load(target: str):
         finally:
             sys.path.remove(os.path.dirname(path))
     else:
+        # as `python -m taxdl`, a module in the working directory is found (the `taxdl`
+        # script's own folder comes first on the path instead)
+        cwd_missing = os.getcwd() not in sys.path and "" not in sys.path
+        if cwd_missing:
+            sys.path.insert(0, os.getcwd())
         try:
             module = importlib.import_module(module_name)
         except Exception as err:
             raise ValueError(f"could not import {module_name!r}: "
                              f"{type(err).__name__}: {err}") from err
+        finally:
+            if cwd_missing:
+                sys.path.remove(os.getcwd())
     obj = module
     for part in attr.split("."):
         try:
@@ -83,6 +91,10 @@ def run(args) -> int:
             print(f"taxdl check: --{flag} must be an integer >= {minimum}, got {value}.",
                   file=sys.stderr)
             return 2
+    if not -2**63 <= args.seed < 2**63:
+        print(f"taxdl check: --seed must be an integer in [-2**63, 2**63), got {args.seed}.",
+              file=sys.stderr)
+        return 2
     try:
         obj = load(args.target)
     except (ValueError, ImportError) as err:

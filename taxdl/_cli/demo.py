@@ -415,17 +415,21 @@ def _select(text: str | None, valid: list[str], what: str) -> list[str] | None:
     return chosen
 
 
+MAX_SEEDS = 1024  # seeds train together (vmapped), so their count bounds memory
+
+
 def run(args) -> int:
     from ..data import TASKS, has_sklearn, load_task
 
     try:
         tasks = _select(args.tasks, list(TASKS), "task")
         names = _select(args.variants, [v.name for v in VARIANTS], "model")
-        for flag in ("seeds", "batch_size"):
-            if getattr(args, flag) < 1:
-                raise ValueError(f"--{flag.replace('_', '-')} must be >= 1.")
-        if args.steps is not None and args.steps < 1:
-            raise ValueError("--steps must be >= 1.")
+        for flag, limit in (("seeds", MAX_SEEDS), ("batch_size", 2**31 - 1)):
+            if not 1 <= getattr(args, flag) <= limit:
+                raise ValueError(f"--{flag.replace('_', '-')} must be in [1, {limit}], got "
+                                 f"{getattr(args, flag)}.")
+        if args.steps is not None and not 1 <= args.steps <= 2**31 - 1:
+            raise ValueError(f"--steps must be in [1, {2**31 - 1}], got {args.steps}.")
         if args.learning_rate is not None and not 0 < args.learning_rate < math.inf:
             raise ValueError(f"--learning-rate must be a finite number > 0, got "
                              f"{args.learning_rate}.")

@@ -235,8 +235,10 @@ def _displayed_groups() -> dict[str, AbstractGroup]:
         decl = entry.taxonomy()
         for g in GENERATIONS:
             for f in FLAVOURS:
-                group = decl.cell(g, f).group
-                out.setdefault(group.name.replace(" ", ""), group)
+                cell = decl.cell(g, f)
+                out.setdefault(cell.group.name.replace(" ", ""), cell.group)
+                # a mismatched representation shows as "SU(2)→SO(3)": its input group
+                out.setdefault(cell.name.replace(" ", ""), cell.group)
     return out
 
 

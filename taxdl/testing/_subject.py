@@ -48,7 +48,8 @@ def resolve(obj: Any) -> Any:
                 "group, flavour, n=...)` (or `assert_maximal`).")
         made = obj()
         if not _has_taxonomy(made):
-            raise TypeError(f"the factory {obj!r} returned {made!r}, which carries no taxonomy.")
+            raise TypeError(f"the factory {getattr(obj, '__name__', None) or repr(obj)} "
+                            f"returned a {type(made).__name__}, which carries no taxonomy.")
         return made
     raise TypeError(f"{obj!r} is not a primitive: it carries no taxonomy.")
 
