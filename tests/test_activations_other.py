@@ -59,6 +59,22 @@ def test_quasi_isotropic_matches_numpy_and_is_bn_equivariant():
     assert tnn.QuasiIsotropic().taxonomy.cell("algebraic", "E").name == "B_n"
 
 
+def test_quasi_isotropic_below_alpha_one_half_is_isotropic_and_refused():
+    # |αx̂ᵢ| ≤ α ≤ ½ rounds to 0: Φ = βx̂ and f = β tanh(‖x‖) x̂ (NumPy float64), which
+    # Bₙ would misdeclare (it is O(n)-equivariant), so the module refuses such α
+    with _x64():
+        y = np.asarray(F.quasi_isotropic(jnp.asarray(X), 0.5, 0.3))
+    r = np.linalg.norm(X, axis=-1, keepdims=True)
+    want = 0.3 * np.tanh(r) * np.divide(X, r, out=np.zeros_like(X), where=r > 0)
+    np.testing.assert_allclose(y, want, rtol=1e-13, atol=1e-300)
+    with pytest.raises(ValueError, match="> 0.5"):
+        tnn.QuasiIsotropic(alpha=0.5)
+    # a NumPy integer is an integer (k of the polygon lattice)
+    lattice = tnn.LatticeIsotropic("polygon", k=np.int64(6))
+    assert lattice.k == 6 and type(lattice.k) is int
+    assert lattice.taxonomy == tnn.LatticeIsotropic("polygon", k=6).taxonomy
+
+
 @pytest.mark.parametrize("lattice,n,k,group", [
     ("cubic", 4, None, G.SignedPermutation(4)), ("simplex", 3, None, G.Simplex(3)),
     ("polygon", 2, 6, G.Dihedral(2, k=6)),
@@ -242,6 +258,7 @@ def test_lorentz_form_matches_numpy_and_boosts():
 # ============================================================================ bad input
 @pytest.mark.parametrize("call,exc,match", [
     (lambda: tnn.QuasiIsotropic(alpha=0.0), ValueError, "`alpha` must be a finite number > 0"),
+    (lambda: tnn.QuasiIsotropic(alpha=0.5), ValueError, r"`alpha` must be a finite number > 0\.5"),
     (lambda: tnn.QuasiIsotropic(beta=1.0), ValueError, "`beta` must differ from 1"),
     (lambda: tnn.LatticeIsotropic("hexagonal"), ValueError, "`lattice` must be"),
     (lambda: tnn.LatticeIsotropic("polygon"), ValueError, "integer `k` >= 3"),

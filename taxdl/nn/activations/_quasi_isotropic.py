@@ -8,6 +8,7 @@ from typing import ClassVar
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import named_scope
 from jaxtyping import Array, Float, PRNGKeyArray
 
@@ -39,7 +40,9 @@ class QuasiIsotropic(AbstractActivation):
 
     **Arguments:**
 
-    - `alpha`: the isotropy-breaking parameter α > 0 (default 4; α → ∞ is isotropic).
+    - `alpha`: the isotropy-breaking parameter α > ½ (default 4; α → ∞ is isotropic).
+      For α ≤ ½ every coordinate of αx̂ (at most α in size) rounds to 0, and the map is
+      the isotropic βσ(‖x‖)x̂ (`Isotropic`), so such α are refused.
     - `beta`: β ≠ 1 (default 0.5).
     - `normalise`: rescale Φ to unit norm (the exactly norm-1 variant the paper mentions).
     - `sigma`: radial function with σ(0) = 0 (default tanh).
@@ -57,7 +60,7 @@ class QuasiIsotropic(AbstractActivation):
                                          note="Ψ = Bₙ, the point group of the cubic lattice")
 
     def __check_init__(self):
-        check_real(self.alpha, "alpha", low=0, low_open=True)
+        check_real(self.alpha, "alpha", low=0.5, low_open=True)
         if check_real(self.beta, "beta") == 1.0:
             raise ValueError("`beta` must differ from 1 (beta = 1 is the isotropic form).")
         check_bool(self.normalise, "normalise", who=type(self).__name__)
@@ -67,6 +70,14 @@ class QuasiIsotropic(AbstractActivation):
     def __call__(self, x: Float[Array, "*b n"], *, key=None) -> Float[Array, "*b n"]:
         del key
         return F.quasi_isotropic(x, self.alpha, self.beta, self.sigma, self.normalise)
+
+
+def _numpy_int_as_int(value):
+    """A NumPy integer as the Python int it holds (a hyperparameter is hashed and shown);
+    anything else as it is, for the checks."""
+    if isinstance(value, np.integer) and not isinstance(value, np.bool_):
+        return int(value)
+    return value
 
 
 @register(family="activation", formula="σ(‖x‖) x̂ / maxᵢ(b̂ᵢ·x̂)",
@@ -90,7 +101,7 @@ class LatticeIsotropic(AbstractActivation):
     """
 
     lattice: str = eqx.field(static=True, default="cubic")
-    k: int | None = eqx.field(static=True, default=None)
+    k: int | None = eqx.field(static=True, default=None, converter=_numpy_int_as_int)
     sigma: Callable = eqx.field(static=True, default=jnp.tanh)
 
     def __check_init__(self):
@@ -98,7 +109,8 @@ class LatticeIsotropic(AbstractActivation):
             raise ValueError(f"`lattice` must be 'cubic', 'simplex' or 'polygon', got "
                              f"{self.lattice!r}.")
         if self.lattice == "polygon":
-            if isinstance(self.k, bool) or not isinstance(self.k, int) or self.k < 3:
+            if (isinstance(self.k, (bool, np.bool_)) or not isinstance(self.k, (int, np.integer))
+                    or self.k < 3):
                 raise ValueError(f"the 'polygon' lattice needs an integer `k` >= 3, got "
                                  f"{self.k!r}.")
         elif self.k is not None:
