@@ -596,3 +596,19 @@ def test_hard_projection_slope_survives_a_flushed_ratio(eps, layout):
             want = bhat if sign > 0 else np.zeros(3)
             np.testing.assert_allclose(jac, want, rtol=1e-6, atol=1e-7, err_msg=str(cone))
             np.testing.assert_allclose(grad, want @ bhat, rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("axis", [-4, 3])
+def test_a_channel_axis_beyond_the_third_is_checked(axis):
+    # the checker draws inputs with as many axes as the channel axis needs; the
+    # declaration (cone permutations × O(S − 1)^G × positive cone scalings) holds there
+    # and O(C) does not (its counterexample is the maximality line)
+    from taxdl.testing import check
+
+    prim = tnn.CoLU(cone_dim=3, axis=axis)
+    x = jnp.ones((6, 2, 4, 5)) if axis == -4 else jnp.ones((2, 4, 5, 6))
+    assert prim(x).shape == x.shape
+    report = check(prim, n=6, examples=4, generations="algebraic", raise_on_failure=False)
+    assert report.passed
+    cell = next(c for c in report.cells if c.flavour == "E")
+    assert any(m.group == "O(6)" and m.found for m in cell.maximality)

@@ -239,20 +239,27 @@ class RCoLU(AbstractActivation):
 _SPATIAL = (2, 3)  # spatial extent used by checks of a non-last channel axis
 
 
+def _spatial(prim) -> tuple[int, ...]:
+    """The non-channel extent of the inputs a check draws: (2, 3), and axes of 2 more
+    where the channel axis needs them (axis = −4 or 3 needs four dimensions)."""
+    ndim = max(len(_SPATIAL) + 1, prim.axis + 1 if prim.axis >= 0 else -prim.axis)
+    return _SPATIAL + (2,) * (ndim - 1 - len(_SPATIAL))
+
+
 def _signature(prim, n):
     c = prim.channels if prim.channels is not None else n
     if c is None:
         raise DimensionRequired(type(prim).__name__, "the channel count `n`")
     if prim.axis in (-1,):
         return Signature(((c,),))
-    return Signature((_SPATIAL + (c,),))
+    return Signature((_spatial(prim) + (c,),))
 
 
 def _channels_last(prim):
     """The map with the channel axis moved last, so groups act on the last axis."""
     if prim.axis == -1:
         return prim
-    ndim = len(_SPATIAL) + 1
+    ndim = len(_spatial(prim)) + 1
     ax = prim.axis % ndim
 
     def f(x):
