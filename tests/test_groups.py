@@ -1167,3 +1167,46 @@ def test_plane_lattice_group_inclusions_agree_with_membership():
         assert G.is_subgroup(a, b) == bool(np.asarray(members).all()), (a.name, b.name)
     assert G.is_subgroup(G.PointReflection(2), G.Dihedral(k=4).on(2))
     assert not G.is_subgroup(G.PointReflection(2), G.Dihedral(k=3).on(2))
+
+
+def test_positive_scalings_lie_in_cone_groups_with_scalings():
+    # cI (c > 0) scales every cone alike: a member (checked by membership, float64), so
+    # ℝ×₊ is a subgroup and the scalar part of the cone groups; not of their isometries
+    from taxdl.groups._extra import RotatedConeGroup
+    from taxdl.groups._hierarchy import is_subgroup, scalar_subgroup
+
+    for group in (G.ConeGroup(8, cone_dim=4), G.ConeGroup(7, cone_dim=4, shared_axis=True),
+                  RotatedConeGroup(8, 4)):
+        n = group.n
+        for c in (0.3, 2.0):
+            assert bool(group.contains(G.linear_element(c * jnp.eye(n))))
+        assert not bool(group.contains(G.linear_element(-jnp.eye(n))))
+        assert is_subgroup(G.Scaling(n, positive=True), group)
+        assert scalar_subgroup(group).name == "ℝ×₊"
+    isometries = G.ConeGroup(8, cone_dim=4, scalings=False)
+    assert not bool(isometries.contains(G.linear_element(2.0 * jnp.eye(8))))
+    assert not is_subgroup(G.Scaling(8, positive=True), isometries)
+
+
+def test_permutations_refuse_complex_non_permutations():
+    p = np.eye(3)[[1, 0, 2]]
+    for group in (G.Permutation(3), G.BlockPermutation(3, block=3)):
+        assert bool(group.contains(G.linear_element(jnp.asarray(p, jnp.complex64))))
+        assert not bool(group.contains(G.linear_element(jnp.asarray(1j * p, jnp.complex64))))
+        assert not bool(group.contains(G.linear_element(jnp.asarray(1j * np.eye(3),
+                                                                     jnp.complex64))))
+
+
+@pytest.mark.parametrize("n", [3, 5])
+def test_point_reflection_times_rotations_is_the_orthogonal_group_in_odd_dimension(n):
+    # det(−I) = −1 for odd n: every element of O(n) is ±R with R a rotation (NumPy)
+    from taxdl.groups._hierarchy import is_subgroup, simplify_product
+
+    q = np.linalg.qr(np.random.default_rng(n).standard_normal((n, n)))[0]
+    q = q if np.linalg.det(q) < 0 else -q
+    assert np.linalg.det(-q) > 0  # −q is a rotation, so q = (−I)(−q)
+    product = G.Product(G.PointReflection(), G.SpecialOrthogonal(), n=n)
+    assert simplify_product(product) == G.Orthogonal(n)
+    assert is_subgroup(G.Orthogonal(n), product) and is_subgroup(product, G.Orthogonal(n))
+    even = G.Product(G.PointReflection(), G.SpecialOrthogonal(), n=n + 1)
+    assert simplify_product(even) == G.SpecialOrthogonal(n + 1)  # −I ∈ SO(n) for even n

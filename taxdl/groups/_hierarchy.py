@@ -359,6 +359,9 @@ def _simplify_product(group: Product) -> AbstractGroup:
         factors = [Translations() if _is_coordinate_signs_shifts(f) else f for f in factors]
     if (len(factors) == 2 and {type(f) for f in factors} == {Scaling, Orthogonal}):
         return ConformalLinear(group.n)   # ℝ×·O(n) = ℝ×₊·O(n) (−I is orthogonal)
+    if (group.n is not None and group.n % 2 == 1 and len(factors) == 2
+            and {type(f) for f in factors} == {PointReflection, SpecialOrthogonal}):
+        return Orthogonal(group.n)        # {±I} × SO(n) = O(n) for odd n (det(−I) = −1)
     if (len(factors) == 2 and {type(f) for f in factors} == {Translations, Orthogonal}):
         return Euclidean(group.n)         # O(n)⋉T(n) = E(n)
     kept = []
@@ -598,6 +601,10 @@ def _is_subgroup(a: AbstractGroup, b: AbstractGroup) -> bool:
     if isinstance(a, PointReflection) and isinstance(b, BlockScaleShift) and b.signs:
         return True   # −I: the sign −1 on every block (not an edge: ±I's supergroups
         # would then include groups with translations)
+    if (isinstance(a, Scaling) and a.positive and getattr(b, "scalings", False)
+            and (isinstance(b, ConeGroup) or type(b).__name__ == "RotatedConeGroup")):
+        return True   # cI, c > 0: the same positive scaling of every cone (not an edge:
+        # ℝ×₊'s supergroups would then all be cone groups)
     if _in_plane_lattice_group(a, b):
         return True
     # Walk the single families above `a` (a product above it, such as ℝ×₊ × a, is
