@@ -1210,3 +1210,15 @@ def test_point_reflection_times_rotations_is_the_orthogonal_group_in_odd_dimensi
     assert is_subgroup(G.Orthogonal(n), product) and is_subgroup(product, G.Orthogonal(n))
     even = G.Product(G.PointReflection(), G.SpecialOrthogonal(), n=n + 1)
     assert simplify_product(even) == G.SpecialOrthogonal(n + 1)  # −I ∈ SO(n) for even n
+
+
+@pytest.mark.parametrize("kw, inside", [(dict(scales=False, signs=True), True), (dict(), True),
+                                        (dict(positive=True), False), (dict(scales=False), False)])
+def test_sign_flips_lie_in_per_coordinate_scale_shifts_with_signs(kw, inside):
+    # the hierarchy agrees with membership of a sign flip diag(1, −1, 1, −1)
+    from taxdl.groups._hierarchy import is_subgroup
+
+    group = G.BlockScaleShift(4, 1, **kw)
+    flip = G.linear_element(jnp.diag(jnp.array([1.0, -1.0, 1.0, -1.0])))
+    assert bool(group.contains(flip)) is inside
+    assert is_subgroup(G.SignFlips(4), group) is inside

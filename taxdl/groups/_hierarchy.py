@@ -601,6 +601,10 @@ def _is_subgroup(a: AbstractGroup, b: AbstractGroup) -> bool:
     if isinstance(a, PointReflection) and isinstance(b, BlockScaleShift) and b.signs:
         return True   # −I: the sign −1 on every block (not an edge: ±I's supergroups
         # would then include groups with translations)
+    if (isinstance(a, SignFlips) and isinstance(b, BlockScaleShift) and b.block == 1
+            and ((b.scales and not b.positive) or (not b.scales and b.signs))):
+        return True   # a sign per coordinate: blocks of one with signs (the shifts are
+        # not an edge: ℤ₂ⁿ's supergroups would then include groups with translations)
     if (isinstance(a, Scaling) and a.positive and getattr(b, "scalings", False)
             and (isinstance(b, ConeGroup) or type(b).__name__ == "RotatedConeGroup")):
         return True   # cI, c > 0: the same positive scaling of every cone (not an edge:
