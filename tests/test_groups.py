@@ -1222,3 +1222,18 @@ def test_sign_flips_lie_in_per_coordinate_scale_shifts_with_signs(kw, inside):
     flip = G.linear_element(jnp.diag(jnp.array([1.0, -1.0, 1.0, -1.0])))
     assert bool(group.contains(flip)) is inside
     assert is_subgroup(G.SignFlips(4), group) is inside
+
+
+@pytest.mark.parametrize("block, inside", [(4, True), (2, False)])
+@pytest.mark.parametrize("scalings", [True, False])
+def test_block_permutations_lie_in_the_rotated_cone_group_of_their_blocks(block, inside,
+                                                                          scalings):
+    # a permutation within a block fixes its all-ones axis orthogonally: the hierarchy
+    # agrees with membership of sampled elements
+    from taxdl.groups._extra import RotatedConeGroup
+    from taxdl.groups._hierarchy import is_subgroup
+
+    perms, cones = G.BlockPermutation(8, block=block), RotatedConeGroup(8, 4, scalings=scalings)
+    members = np.asarray(cones.contains(perms.sample(jax.random.key(0), 64)))
+    assert members.all() if inside else not members.all()
+    assert is_subgroup(perms, cones) is inside

@@ -605,6 +605,10 @@ def _is_subgroup(a: AbstractGroup, b: AbstractGroup) -> bool:
             and ((b.scales and not b.positive) or (not b.scales and b.signs))):
         return True   # a sign per coordinate: blocks of one with signs (the shifts are
         # not an edge: ℤ₂ⁿ's supergroups would then include groups with translations)
+    if (isinstance(a, BlockPermutation) and type(b).__name__ == "RotatedConeGroup"
+            and a.block == b.cone_dim):
+        return True   # permuting blocks, and coordinates within a block (fixing its
+        # all-ones axis, orthogonally): block permutations and O(S − 1) rotations
     if (isinstance(a, Scaling) and a.positive and getattr(b, "scalings", False)
             and (isinstance(b, ConeGroup) or type(b).__name__ == "RotatedConeGroup")):
         return True   # cI, c > 0: the same positive scaling of every cone (not an edge:
