@@ -420,6 +420,12 @@ def is_signed_permutation(m: Array, atol: Tolerance) -> Bool[Array, "*batch"]:
     return unit_monomial(m, atol)[1]
 
 
+def nonnegative_real(m: Array, atol: Tolerance) -> Bool[Array, "*batch"]:
+    """Every entry real (imaginary part within `atol`) and ≥ −`atol`: the real part of a
+    complex entry such as i is 0, so its imaginary part is what rules it out."""
+    return jnp.all((jnp.real(m) >= -atol) & (jnp.abs(jnp.imag(m)) <= atol), axis=(-2, -1))
+
+
 def work_dtype(dtype) -> jnp.dtype:
     """The real dtype sampling is computed in for elements of `dtype`: float64 for 64-bit
     dtypes (float64, complex128), float32 otherwise (half precisions are computed in

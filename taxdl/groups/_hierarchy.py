@@ -129,11 +129,16 @@ def _register(cls, fn):
     immediate_supergroups.register(cls)(fn)
 
 
-def _extra(name: str, **fields) -> AbstractGroup:
-    """An unbound group of `_extra`, imported late (`_extra` builds on this module)."""
+def _extra_class(name: str) -> type:
+    """A group family of `_extra`, imported late (`_extra` builds on this module)."""
     from . import _extra
 
-    return getattr(_extra, name)(**fields)
+    return getattr(_extra, name)
+
+
+def _extra(name: str, **fields) -> AbstractGroup:
+    """An unbound group of `_extra` (see `_extra_class`)."""
+    return _extra_class(name)(**fields)
 
 
 _register(Trivial, lambda g: _bind(
@@ -605,12 +610,12 @@ def _is_subgroup(a: AbstractGroup, b: AbstractGroup) -> bool:
             and ((b.scales and not b.positive) or (not b.scales and b.signs))):
         return True   # a sign per coordinate: blocks of one with signs (the shifts are
         # not an edge: ℤ₂ⁿ's supergroups would then include groups with translations)
-    if (isinstance(a, BlockPermutation) and type(b).__name__ == "RotatedConeGroup"
-            and a.block == b.cone_dim):
+    rotated_cones = _extra_class("RotatedConeGroup")
+    if isinstance(a, BlockPermutation) and isinstance(b, rotated_cones) and a.block == b.cone_dim:
         return True   # permuting blocks, and coordinates within a block (fixing its
         # all-ones axis, orthogonally): block permutations and O(S − 1) rotations
-    if (isinstance(a, Scaling) and a.positive and getattr(b, "scalings", False)
-            and (isinstance(b, ConeGroup) or type(b).__name__ == "RotatedConeGroup")):
+    if (isinstance(a, Scaling) and a.positive and isinstance(b, (ConeGroup, rotated_cones))
+            and b.scalings):
         return True   # cI, c > 0: the same positive scaling of every cone (not an edge:
         # ℝ×₊'s supergroups would then all be cone groups)
     if _in_plane_lattice_group(a, b):

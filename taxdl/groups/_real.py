@@ -26,6 +26,7 @@ from ._base import (
     is_identity,
     is_orthogonal,
     is_signed_permutation,
+    nonnegative_real,
     linear_element,
     log_uniform,
     permutation_matrices,
@@ -108,8 +109,7 @@ class Permutation(AbstractCompactGroup):
 
     def _contains(self, element, atol):
         m = element.matrix
-        # (the real part of a complex entry such as i is 0: its imaginary part counts)
-        nonneg = jnp.all((jnp.real(m) >= -atol) & (jnp.abs(jnp.imag(m)) <= atol), axis=(-2, -1))
+        nonneg = nonnegative_real(m, atol)
         return is_signed_permutation(m, atol) & nonneg & zero_shift(element, atol)
 
 
@@ -151,8 +151,7 @@ class BlockPermutation(AbstractCompactGroup):
         blocks = jnp.abs(m).reshape(m.shape[:-2] + (g, c, g, c)).sum(axis=(-3, -1))
         # a block permutation's (G, G) block sums are c times a permutation matrix
         one_per_row = jnp.max(jnp.abs(jnp.max(blocks, axis=-1) - c), axis=-1) <= atol * c
-        # (the real part of a complex entry such as i is 0: its imaginary part counts)
-        nonneg = jnp.all((jnp.real(m) >= -atol) & (jnp.abs(jnp.imag(m)) <= atol), axis=(-2, -1))
+        nonneg = nonnegative_real(m, atol)
         return (is_signed_permutation(m, atol) & nonneg & one_per_row
                 & zero_shift(element, atol))
 
