@@ -147,3 +147,11 @@ def taxonomy(obj: Any) -> Taxonomy:
 @taxonomy.register
 def _(obj: AbstractPrimitive) -> Taxonomy:
     return obj.taxonomy
+
+
+def has_taxonomy(obj: Any) -> bool:
+    """Whether `taxonomy(obj)` gives a declaration (instead of raising `TypeError`)."""
+    try:
+        return isinstance(taxonomy(obj), Taxonomy)
+    except TypeError:
+        return False

@@ -14,12 +14,11 @@ from ..taxonomy import (
     AbstractPrimitive,
     DimensionRequired,
     Flavour,
-    Taxonomy,
     registry,
     reinitialise,
-    taxonomy,
     transport,
 )
+from ..taxonomy._registry import has_taxonomy
 from ._engine import complex_dtype, real_dtype
 
 
@@ -37,7 +36,7 @@ def resolve(obj: Any) -> Any:
                 f"cannot build {obj.__name__} with its default constructor ({err}); pass "
                 "an instance or a zero-argument factory instead."
             ) from None
-    if _has_taxonomy(obj):
+    if has_taxonomy(obj):
         return obj
     if callable(obj):
         if not _takes_no_arguments(obj):
@@ -47,7 +46,7 @@ def resolve(obj: Any) -> Any:
                 "factory). To test a plain function, use `taxdl.testing.assert_algebraic(f, "
                 "group, flavour, n=...)` (or `assert_maximal`).")
         made = obj()
-        if not _has_taxonomy(made):
+        if not has_taxonomy(made):
             raise TypeError(f"the factory {getattr(obj, '__name__', None) or repr(obj)} "
                             f"returned a {type(made).__name__}, which carries no taxonomy.")
         return made
@@ -64,13 +63,6 @@ def _takes_no_arguments(fn) -> bool:
     except ValueError:   # no signature available
         return True
     return True
-
-
-def _has_taxonomy(obj) -> bool:
-    try:
-        return isinstance(taxonomy(obj), Taxonomy)
-    except TypeError:
-        return False
 
 
 def cast(tree, dtype):

@@ -20,10 +20,10 @@ from ...taxonomy import (
     register,
     reinitialise,
     signature,
-    taxonomy,
     transport,
 )
 from ...taxonomy._compose import Part, part
+from ...taxonomy._registry import has_taxonomy
 from ._sequential import Sequential
 
 PARAMETERIZATIONS = ("standard", "gmp")
@@ -62,16 +62,14 @@ def _make_activation(spec: Any, width: int) -> Any:
         return spec
     if callable(spec):
         made = spec(width)
-        try:
-            taxonomy(made)
-        except TypeError:
+        if not has_taxonomy(made):
             raise TypeError(
                 f"MLP: `activation` {getattr(spec, '__name__', None) or repr(spec)} was called "
                 "as a factory width -> primitive and "
                 f"returned {type(made).__name__}, which carries no taxonomy; pass a taxdl "
                 "primitive (e.g. taxdl.nn.ReLU()), its class or name, or a factory "
                 "returning one (a plain function such as jax.nn.relu declares no "
-                "symmetry).") from None
+                "symmetry).")
         return made
     raise TypeError(f"MLP: `activation` must be a primitive, a class, a name or a factory "
                     f"width -> primitive; got {spec!r}.")
