@@ -225,6 +225,14 @@ def test_demo_rejects_bad_arguments(argv, tmp_path, capsys):
     assert "taxdl demo:" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("flag, value, limit", [("--seeds", 1025, 1024),
+                                               ("--steps", 2**31, 2**31 - 1),
+                                               ("--batch-size", 2**40, 2**31 - 1)])
+def test_demo_names_the_range_of_its_counts(flag, value, limit, tmp_path, capsys):
+    assert cli.main(["demo", flag, str(value), "--output", str(tmp_path)]) == 2
+    assert f"{flag} must be in [1, {limit}], got {value}." in capsys.readouterr().err
+
+
 def test_demo_rejects_a_non_finite_learning_rate_and_a_file_as_output(tmp_path, capsys):
     assert cli.main(["demo", "--learning-rate", "inf", "--output", str(tmp_path)]) == 2
     assert "--learning-rate must be a finite number > 0" in capsys.readouterr().err

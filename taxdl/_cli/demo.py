@@ -416,6 +416,7 @@ def _select(text: str | None, valid: list[str], what: str) -> list[str] | None:
 
 
 MAX_SEEDS = 1024  # seeds train together (vmapped), so their count bounds memory
+MAX_COUNT = 2**31 - 1  # steps and batch sizes are int32 in the compiled programs
 
 
 def run(args) -> int:
@@ -424,12 +425,12 @@ def run(args) -> int:
     try:
         tasks = _select(args.tasks, list(TASKS), "task")
         names = _select(args.variants, [v.name for v in VARIANTS], "model")
-        for flag, limit in (("seeds", MAX_SEEDS), ("batch_size", 2**31 - 1)):
-            if not 1 <= getattr(args, flag) <= limit:
+        for flag, limit in (("seeds", MAX_SEEDS), ("batch_size", MAX_COUNT),
+                            ("steps", MAX_COUNT)):
+            value = getattr(args, flag)
+            if value is not None and not 1 <= value <= limit:  # (--steps may be unset)
                 raise ValueError(f"--{flag.replace('_', '-')} must be in [1, {limit}], got "
-                                 f"{getattr(args, flag)}.")
-        if args.steps is not None and not 1 <= args.steps <= 2**31 - 1:
-            raise ValueError(f"--steps must be in [1, {2**31 - 1}], got {args.steps}.")
+                                 f"{value}.")
         if args.learning_rate is not None and not 0 < args.learning_rate < math.inf:
             raise ValueError(f"--learning-rate must be a finite number > 0, got "
                              f"{args.learning_rate}.")
