@@ -933,3 +933,40 @@ def test_a_map_between_dimensions_points_to_a_checkable_form():
     with pytest.raises(ValueError, match="cannot be checked.*scalar part.*Sequential"):
         check(layer, **FAST)
     assert check(tnn.Sequential([layer]), **FAST).passed
+
+
+# ----------------------------------------------------------- usage errors and plumbing
+def test_a_bound_group_of_another_dimension_is_refused_not_rebound():
+    """S₇ cannot act on ℝ⁴: the cell is refused by name instead of being checked as S₄
+    and reported as S₇."""
+    with pytest.raises(ValueError, match=r"S_7 acts on dimension 7, but the acted "
+                                         r"dimension is 4"):
+        assert_algebraic(jnp.tanh, Permutation(7), "E", n=4, examples=3)
+    assert assert_algebraic(jnp.tanh, Permutation(4), "E", n=4, examples=3).passed
+
+
+def test_assert_maximal_acts_on_the_signatures_arguments_and_names_bad_cells():
+    """Attention is S_n-invariant on the right in its keys and values only (its
+    `signature` says so); `assert_maximal` follows that as `check` does, and a cell that
+    cannot be checked is a ValueError naming the function and the cell."""
+    result = assert_maximal(tnn.SoftmaxAttention(), Permutation(), "R", n=5, examples=5)
+    assert result.maximality and all(m.found for m in result.maximality)
+    with pytest.raises(ValueError, match=r"<lambda>: maximality of the algebraic L O\(n\) "
+                                         r"cell cannot be checked: the output is a scalar"):
+        assert_maximal(lambda x: jnp.sum(x * x), Orthogonal(), "L", n=4, examples=3)
+
+
+def test_pytest_plugin_examples_variable_is_validated_and_yields_to_the_call(monkeypatch):
+    from taxdl.testing._pytest_plugin import _checker
+
+    seen = {}
+    monkeypatch.setattr("taxdl.testing.check", lambda p, n, **kw: seen.update(kw))
+    monkeypatch.setenv("TAXDL_CHECK_EXAMPLES", "ten")
+    _checker(None)(tnn.IsotropicTanh, 4, examples=5)  # the call's own value wins
+    assert seen["examples"] == 5
+    with pytest.raises(pytest.UsageError, match="TAXDL_CHECK_EXAMPLES must be a positive "
+                                                "integer, got 'ten'"):
+        _checker(None)(tnn.IsotropicTanh, 4)
+    monkeypatch.setenv("TAXDL_CHECK_EXAMPLES", "7")
+    _checker(None)(tnn.IsotropicTanh, 4)
+    assert seen["examples"] == 7

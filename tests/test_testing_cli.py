@@ -280,13 +280,15 @@ def test_check_defaults_n_only_when_the_dimension_is_required(monkeypatch, capsy
 @pytest.mark.parametrize("name", ["IsotropicTanh", "CoLU", "LatticeIsotropic",
                                   "UnitaryIsotropic", "PhaseElementwise", "SoftmaxAttention",
                                   "StochasticIsotropicDropout", "Hadamard", "HaarOrthogonal",
-                                  "Sequential"])
+                                  "Sequential", "CrossEntropy", "AdaSGD", "NormalisedSGD"])
 def test_dimension_free_primitives_raise_dimension_required(name):
+    """So `taxdl check` without `--n` checks each of them in n = 8."""
     import taxdl.nn as tnn
+    import taxdl.optim
     from taxdl.taxonomy import DimensionRequired
     from taxdl.testing import check
 
     obj = (tnn.Sequential([tnn.Tanh(), tnn.IsotropicTanh()]) if name == "Sequential"
-           else getattr(tnn, name))
+           else getattr(tnn, name, None) or getattr(taxdl.optim, name))
     with pytest.raises(DimensionRequired, match="any dimension: pass .*`n`"):
         check(obj, maximality=False, examples=1)

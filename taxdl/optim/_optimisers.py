@@ -12,7 +12,8 @@ from jaxtyping import Array, Float
 
 from ..groups import GeneralLinear, Orthogonal, Scaling, SignedPermutation
 from .._types import check_bool
-from ..taxonomy import Signature, Taxonomy, as_function, register, signature
+from ..taxonomy import (DimensionRequired, Signature, Taxonomy, as_function, register,
+                        signature)
 from ._base import AbstractOptimiser
 from ._transforms import (
     _check_learning_rate,
@@ -387,6 +388,6 @@ def _(opt: AbstractOptimiser) -> Callable:
 @signature.register
 def _(opt: AbstractOptimiser, n=None) -> Signature:
     if n is None:
-        raise ValueError(f"{type(opt).__name__} acts on gradients of any dimension: pass the "
-                         "parameter count `n` (the checker feeds (T, n) gradient sequences).")
+        raise DimensionRequired(type(opt).__name__, "the parameter count `n` (the checker "
+                                "feeds (T, n) gradient sequences)")
     return Signature(((CHECK_STEPS, n),))

@@ -100,14 +100,17 @@ def assert_probabilistic(primitive, group: AbstractGroup, flavour="E", n: int | 
 
 def assert_maximal(f, group: AbstractGroup, flavour="E", n: int | None = None, *,
                    generation="algebraic", kind: str = "initialisation", dtype=jnp.float32,
-                   shapes=None, field: str = "real", examples: int = 50, batch: int = 32,
-                   samples: int = 1024, key=None, fit_closure: bool = False) -> CellResult:
+                   shapes=None, field: str = "real", out: AbstractGroup | None = None,
+                   args=None, examples: int = 50, batch: int = 32, samples: int = 1024,
+                   key=None, fit_closure: bool = False) -> CellResult:
     """Assert that `group` is maximal for the relation: every immediate supergroup in
     the hierarchy yields a counterexample (the relation for `group` itself is not
     re-verified). Raises [`SymmetryViolation`][taxdl.testing.SymmetryViolation] naming
     the supergroups under which none was found ("declaration may not be maximal").
     For a closure relation, `fit_closure=True` searches for witnesses as
-    [`check`][taxdl.testing.check] does."""
+    [`check`][taxdl.testing.check] does. `out` and `args` are as for
+    [`assert_algebraic`][taxdl.testing.assert_algebraic] (by default the group acts on
+    the arguments the primitive's `signature` names)."""
     gen = generation if isinstance(generation, Generation) else Generation(generation)
     with _x64(dtype):
         ctx = _context(f, n, dtype, shapes, field, examples=examples, batch=batch,
@@ -115,8 +118,14 @@ def assert_maximal(f, group: AbstractGroup, flavour="E", n: int | None = None, *
         flav = E.as_flavour(flavour)
         kind = kind if gen is Generation.PROBABILISTIC else ""
         mode = C._mode(ctx, gen, kind or "initialisation")
-        plan = C.make_plan(ctx, flav, group, None, (True,) * len(ctx.shapes))
-        result = CellResult(gen.value, flav.value, plan.sample.name, kind)
+        cell = Cell(group, out=out, args=None if args is None else tuple(args))
+        result = CellResult(gen.value, flav.value, cell.name, kind)
+        try:
+            plan = C.make_plan(ctx, flav, group, out, C._acted(ctx, cell))
+        except C.NotApplicable as err:
+            raise ValueError(f"{ctx.name}: maximality of the {result.label} cell cannot be "
+                             f"checked: {str(err).rstrip('.')}.") from None
+        result.group = plan.sample.name
         result.maximality = C._maximal(ctx, mode, kind or "initialisation", flav, plan)
     if any(m.found is False for m in result.maximality):
         result.status = "not maximal"

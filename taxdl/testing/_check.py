@@ -357,6 +357,11 @@ def _maybe(fn, *args):
 
 
 def _bind(group: AbstractGroup, n: int) -> AbstractGroup:
+    """`group` bound to dimension `n`: a family is bound; a group already bound to
+    another dimension is refused (O(5) cannot act on ℝ³)."""
+    if group.bound and int(group.n) != n:
+        raise NotApplicable(f"{group.name} acts on dimension {group.n}, but the acted "
+                            f"dimension is {n}")
     try:
         return group.on(n)
     except ValueError as err:

@@ -46,11 +46,22 @@ def _checker(config):
         from . import check
 
         examples = os.environ.get("TAXDL_CHECK_EXAMPLES")
-        if examples:
-            kwargs.setdefault("examples", int(examples))
+        if examples and "examples" not in kwargs:
+            kwargs["examples"] = _examples_from_environment(examples)
         return check(primitive, n, **kwargs)
 
     return run
+
+
+def _examples_from_environment(value: str) -> int:
+    try:
+        examples = int(value)
+    except ValueError:
+        examples = 0
+    if examples < 1:
+        raise pytest.UsageError(f"TAXDL_CHECK_EXAMPLES must be a positive integer, got "
+                                f"{value!r}.")
+    return examples
 
 
 @pytest.fixture

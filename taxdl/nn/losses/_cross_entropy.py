@@ -8,7 +8,8 @@ from jax import named_scope
 from jaxtyping import Array, Float
 
 from ...groups import Permutation
-from ...taxonomy import AbstractLoss, Signature, Taxonomy, register, signature
+from ...taxonomy import (AbstractLoss, DimensionRequired, Signature, Taxonomy, register,
+                         signature)
 
 
 def cross_entropy(logits: Float[Array, "*b n"], target: Float[Array, "*b n"]
@@ -48,5 +49,5 @@ class CrossEntropy(AbstractLoss):
 @signature.register
 def _(loss: CrossEntropy, n=None) -> Signature:
     if n is None:
-        raise ValueError("CrossEntropy works in any dimension: pass the class count `n`.")
+        raise DimensionRequired("CrossEntropy", "the class count `n`")
     return Signature(((n,), (n,)))
