@@ -544,3 +544,68 @@ def test_inject_hyperparams_without_momentum_and_in_half_precision():
     u, state = jax.jit(tx.update)(h, tx.init(h))
     np.testing.assert_allclose(np.asarray(u, np.float64), expected, rtol=2e-3)
     assert state.inner_state[0].mu.dtype == jnp.float16
+
+
+# ------------------------------------------------- derivatives through a step, leaves
+def test_reverse_mode_through_a_step_at_the_zero_gradient_is_finite_and_exact():
+    """Differentiating an update with respect to the gradient (hypergradients, unrolled
+    meta-learning) at an all-zero gradient: closed forms from the update formulas, where
+    the ‖g‖ term multiplies g = 0 (float64)."""
+    with jax.enable_x64(True):
+        w = jnp.array([1.0, -2.0, 0.5])
+        z = jnp.zeros(3)
+        wn = np.asarray(w)
+
+        def grad_of(tx, warm=None):
+            def f(g):
+                state = tx.init(z)
+                if warm is not None:
+                    _, state = tx.update(warm, state, z)
+                return jnp.dot(w, tx.update(g, state, z)[0])
+            return np.asarray(jax.grad(f)(z))
+
+        # g/(‖g‖ + ε): Jacobian I/ε at 0, times −η
+        np.testing.assert_allclose(grad_of(optim.normalised_sgd(1.0, eps=1e-3)), -wn / 1e-3)
+        # a clip is the identity below its threshold
+        np.testing.assert_allclose(grad_of(optim.IsotropicClip(1.0)), wn)
+        # AdaSGD, first step: m = (1−β₁)g over √(v̂/d) + ε with v̂ = ‖g‖², so −η(1−β₁)/ε
+        np.testing.assert_allclose(grad_of(optim.adasgd(0.1, 0.9, 0.999, 1e-3)),
+                                   -0.1 * 0.1 / 1e-3 * wn, rtol=1e-12)
+        # second step after g₀: v₂ = β₂(1−β₂)‖g₀‖², denominator √(v₂/((1−β₂²)d)) + ε
+        g0 = np.array([0.3, -0.1, 0.7])
+        v2 = 0.999 * 0.001 * np.sum(g0 ** 2)
+        den = np.sqrt(v2 / (1 - 0.999 ** 2) / 3) + 1e-8
+        np.testing.assert_allclose(grad_of(optim.adasgd(0.1), warm=jnp.asarray(g0)),
+                                   -0.1 * 0.1 / den * wn, rtol=1e-10)
+
+
+def test_adasgd_takes_python_number_leaves():
+    """A scalar hyperparameter kept as a Python float in the parameter tree, as optax's
+    own transformations accept: the same update as for a 0-d array leaf."""
+    params = {"w": jnp.ones(3), "temperature": 1.0}
+    grads = {"w": jnp.array([0.1, -0.2, 0.3]), "temperature": 0.5}
+    tx = optim.adasgd(0.1)
+    updates, _ = tx.update(grads, tx.init(params), params)
+    as_arrays = jax.tree.map(jnp.asarray, grads)
+    expected, _ = tx.update(as_arrays, tx.init(jax.tree.map(jnp.asarray, params)))
+    for key in ("w", "temperature"):
+        np.testing.assert_allclose(updates[key], expected[key], rtol=1e-6)
+    # eq 52, first step: −η(1−β₁)g/(‖g‖/√d + ε)
+    g = np.array([0.1, -0.2, 0.3, 0.5])
+    np.testing.assert_allclose(updates["temperature"],
+                               -0.1 * 0.1 * 0.5 / (np.linalg.norm(g) / 2 + 1e-8), rtol=1e-5)
+    for tx in (optim.NormalisedSGD(), optim.IsotropicClip(0.1), optim.normalised_sgd(0.1)):
+        got, _ = tx.update(grads, tx.init(params), params)
+        want, _ = tx.update(as_arrays, tx.init(jax.tree.map(jnp.asarray, params)))
+        np.testing.assert_allclose(got["temperature"], want["temperature"], rtol=1e-6)
+
+
+def test_inject_hyperparams_rounding_in_bfloat16_is_named():
+    params = jnp.ones(4, jnp.bfloat16)
+    opt = optax.inject_hyperparams(optim.adasgd)(learning_rate=0.1)
+    with pytest.raises(ValueError, match=r"`b2`.*bfloat16 scalar.*hyperparam_dtype="
+                                         r"jnp.float32"):
+        opt.init(params)
+    opt = optax.inject_hyperparams(optim.adasgd, hyperparam_dtype=jnp.float32)(learning_rate=0.1)
+    updates, _ = opt.update(params, opt.init(params), params)
+    assert updates.dtype == jnp.bfloat16 and bool(jnp.all(jnp.isfinite(updates)))

@@ -15,7 +15,8 @@ from jaxtyping import Array, Int
 from optax import tree_utils as otu
 
 from .._types import check_bool, check_real
-from ..nn._numerics import _power_of_two_scale, all_rows, one_minus_power, trusted_sum
+from ..nn._numerics import (_power_of_two_scale, all_rows, one_minus_power, sqrt_or_zero,
+                            trusted_sum)
 
 
 def _is_real(value) -> bool:
@@ -41,7 +42,19 @@ def _check_unit(value, name: str, who: str, closed: bool = False):
     v = _scalar(value, name, who, "in [0, 1]" if closed else "in [0, 1)")
     if v is None:
         return value
-    return check_real(v, name, who=who, low=0, high=1, high_open=not closed)
+    try:
+        return check_real(v, name, who=who, low=0, high=1, high_open=not closed)
+    except ValueError as err:
+        dtype = getattr(value, "dtype", None)
+        if dtype is not None and jnp.issubdtype(dtype, jnp.floating) \
+                and jnp.finfo(dtype).bits == 16 and v == 1:
+            # optax.inject_hyperparams casts hyperparameters to the parameters' dtype,
+            # and bfloat16(0.999) == 1.0
+            raise ValueError(
+                f"{err} It is a {jnp.dtype(dtype).name} scalar, in which values such as "
+                "0.999 round to 1 (`optax.inject_hyperparams` casts hyperparameters to the "
+                "parameters' dtype): pass `hyperparam_dtype=jnp.float32` to it.") from None
+        raise
 
 
 def _check_nonneg(value, name: str, who: str, positive: bool = False):
@@ -68,10 +81,11 @@ def _check_mu_dtype(mu_dtype, who: str):
     return mu_dtype
 
 
-def _check_inexact(tree, what: str, who: str) -> None:
-    """Raise unless every leaf of `tree` is a floating or complex array: an integer or
-    boolean leaf has no gradient, and counting it would change the global norm and the
-    dimension d of the isotropic update."""
+def _check_inexact(tree, what: str, who: str):
+    """`tree` with every leaf as a JAX array (Python-number leaves too); raise unless
+    every leaf is floating or complex: an integer or boolean leaf has no gradient, and
+    counting it would change the global norm and the dimension d of the isotropic
+    update."""
     for path, leaf in jax.tree_util.tree_flatten_with_path(tree)[0]:
         dtype = jnp.result_type(leaf)
         if not jnp.issubdtype(dtype, jnp.inexact):
@@ -80,6 +94,7 @@ def _check_inexact(tree, what: str, who: str) -> None:
                 f"dtype {dtype} at {jax.tree_util.keystr(path) or 'the root'}. Leave "
                 "non-trainable leaves out (e.g. `eqx.filter(params, eqx.is_inexact_array)`, "
                 "which puts None in their place) or wrap the optimiser in `optax.masked`.")
+    return jax.tree.map(jnp.asarray, tree)
 
 
 def _cast(value, dtype):
@@ -153,8 +168,11 @@ def _global_norm_parts(tree, dtype) -> tuple[Array, Array]:
     s = _global_sq_norm(tree, dtype)  # of `dtype`
     trusted = trusted_sum(s)
 
+    # √ through `sqrt_or_zero`: its derivative at the zero gradient is 0 rather than
+    # 0·∞ = NaN, and every map of (r, p) here has a finite Jacobian there (g/(‖g‖ + ε)
+    # has I/ε, a clip the identity), which the chain rule then gives
     def plain(tree):
-        return jnp.sqrt(s), jnp.ones((), dtype)
+        return sqrt_or_zero(s), jnp.ones((), dtype)
 
     def rescue(tree):
         leaves = jax.tree.leaves(tree)
@@ -165,7 +183,7 @@ def _global_norm_parts(tree, dtype) -> tuple[Array, Array]:
         usable = (m > 0) & jnp.isfinite(m)
         p = _power_of_two_scale(jnp.where(usable, m, 1))
         scaled = jax.tree.map(lambda leaf: _scale(leaf, p), tree)
-        r = jnp.sqrt(_global_sq_norm(scaled, dtype))
+        r = sqrt_or_zero(_global_sq_norm(scaled, dtype))
         return jnp.where(usable, r, m), jnp.where(usable, p, 1)
 
     # (all_rows: under jax.vmap, over an ensemble say, the predicate spans the members,
@@ -229,7 +247,7 @@ def scale_by_adasgd(b1: ArrayLike = 0.9, b2: ArrayLike = 0.999, eps: ArrayLike =
     mu_dtype = _check_mu_dtype(mu_dtype, "scale_by_adasgd")
 
     def init_fn(params):
-        _check_inexact(params, "params", "scale_by_adasgd")
+        params = _check_inexact(params, "params", "scale_by_adasgd")
         leaves = jax.tree.leaves(params)
         mu = otu.tree_zeros_like(params, dtype=mu_dtype)
         return ScaleByAdaSGDState(count=jnp.zeros([], jnp.int32), mu=mu,
@@ -237,7 +255,7 @@ def scale_by_adasgd(b1: ArrayLike = 0.9, b2: ArrayLike = 0.999, eps: ArrayLike =
 
     def update_fn(updates, state, params=None):
         del params
-        _check_inexact(updates, "updates", "scale_by_adasgd")
+        updates = _check_inexact(updates, "updates", "scale_by_adasgd")
         leaves = jax.tree.leaves(updates)
         d = sum(leaf.size for leaf in leaves)
         acc = state.nu_root.dtype
@@ -306,12 +324,12 @@ def normalise_by_global_norm(eps: ArrayLike = 1e-8) -> optax.GradientTransformat
     eps = _check_nonneg(eps, "eps", "normalise_by_global_norm")
 
     def init_fn(params):
-        _check_inexact(params, "params", "normalise_by_global_norm")
+        params = _check_inexact(params, "params", "normalise_by_global_norm")
         return optax.EmptyState()
 
     def update_fn(updates, state, params=None):
         del params
-        _check_inexact(updates, "updates", "normalise_by_global_norm")
+        updates = _check_inexact(updates, "updates", "normalise_by_global_norm")
         leaves = jax.tree.leaves(updates)
         dtype = _accumulation_dtype(leaves)
         # g/(‖g‖ + ε) = (p g)/(r + p ε) with ‖g‖ = r/p: finite where ‖g‖ overflows
@@ -356,12 +374,12 @@ def _clip_by_global_norm(max_norm: float, who: str) -> optax.GradientTransformat
     overflow their own dtype are still clipped to norm `c` (stateless)."""
 
     def init_fn(params):
-        _check_inexact(params, "params", who)
+        params = _check_inexact(params, "params", who)
         return optax.EmptyState()
 
     def update_fn(updates, state, params=None):
         del params
-        _check_inexact(updates, "updates", who)
+        updates = _check_inexact(updates, "updates", who)
         dtype = _accumulation_dtype(jax.tree.leaves(updates))
         # ‖g‖ = r/p (p a power of two): g c/‖g‖ = (p g)(c/r), finite where ‖g‖ overflows
         r, p = _global_norm_parts(updates, dtype)
