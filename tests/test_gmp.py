@@ -557,6 +557,29 @@ def test_input_mean_norm_training_and_inference():
     np.testing.assert_array_equal(np.asarray(imn(x, fresh, inference=True)[0]), x)
 
 
+@pytest.mark.parametrize("dtype, rows", [
+    ("float16", 600 + np.random.default_rng(4).standard_normal((256, 4))),  # Σ > 65504
+    ("float32", np.array([[3e38, 1.0], [3e38, 2.0]])),                    # Σ > 3.4e38
+])
+def test_input_mean_norm_batch_mean_does_not_overflow(dtype, rows):
+    """The batch mean of values whose sum overflows the input dtype is finite, so the
+    centred batch and the running mean are those of float64 NumPy."""
+    x = jnp.asarray(rows, dtype)
+    imn, state = eqx.nn.make_with_state(InputMeanNorm)(x.shape[1], dtype=dtype)
+    call = jax.vmap(imn, axis_name="batch", in_axes=(0, None), out_axes=(0, None))
+    y, state = call(x, state)
+    x64 = np.asarray(x, np.float64)
+    ref = x64 - x64.mean(0)
+    ulp = float(jnp.finfo(dtype).eps)
+    assert y.dtype == x.dtype
+    # the mean's rounding in float32 (per column, relative to its largest entry) and the
+    # final rounding to `dtype`
+    tol = 8 * float(jnp.finfo(jnp.float32).eps) * np.abs(x64).max(0) + ulp * np.abs(ref)
+    assert np.all(np.abs(np.asarray(y, np.float64) - ref) <= tol)
+    np.testing.assert_allclose(np.asarray(imn.running_mean(state), np.float64),
+                               x64.mean(0), rtol=4 * ulp)
+
+
 def test_integer_inputs_are_promoted_not_truncated():
     conv = GmPConv(2, 3, 3, key=jax.random.key(3))
     x = jnp.arange(72).reshape(2, 6, 6) % 5 - 2

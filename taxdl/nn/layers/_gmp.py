@@ -41,7 +41,7 @@ from ...taxonomy import (
 )
 from ..._types import (check_bool, check_callable, check_float_dtype, check_int,
                         resolve_inference)
-from .._numerics import require_real
+from .._numerics import compute_dtype, power_of_two_near, require_real
 from ..normalisers._checks import check_momentum
 from ..normalisers._stateful import _debias, _gaussian_batch
 from ._gmp_functional import (
@@ -722,7 +722,7 @@ class InputMeanNorm(AbstractNormaliser, eqx.nn.StatefulLayer):
         if inference:
             return input_mean_norm(x, self.running_mean(state)), state
         try:
-            mean = jax.lax.pmean(x, self.axis_name)
+            mean = _overflow_free_batch_mean(x, self.axis_name)
         except NameError as err:
             raise NameError(
                 f"InputMeanNorm computes the batch mean over the vmap axis "
@@ -734,6 +734,16 @@ class InputMeanNorm(AbstractNormaliser, eqx.nn.StatefulLayer):
         new = rho * hidden + (1 - rho) * jax.lax.stop_gradient(mean).astype(hidden.dtype)
         state = state.set(self.state_index, (count + 1, new))
         return input_mean_norm(x, mean), state
+
+
+def _overflow_free_batch_mean(x, axis_name):
+    """The mean over the named batch axis, overflow-free: each coordinate is divided by a
+    power of two near its largest magnitude over the batch (exact) before the sum, which
+    is taken in `compute_dtype` (float32 for half precisions); in float16 a batch of 256
+    values near 600 would otherwise sum to ∞."""
+    work = x.astype(compute_dtype(x.dtype))
+    big = power_of_two_near(jax.lax.pmax(jax.lax.stop_gradient(jnp.abs(work)), axis_name))
+    return jax.lax.pmean(work / big, axis_name) * big
 
 
 _IMN_TAXONOMY = Taxonomy(

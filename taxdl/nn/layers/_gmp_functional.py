@@ -28,7 +28,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, Real
 
-from .._numerics import materialise, power_of_two_near, require_real
+from .._numerics import compute_dtype, materialise, power_of_two_near, require_real
 
 # π/2 to 60 digits (a mathematical constant), split for Cody–Waite reduction.
 _HALF_PI = Fraction("1.57079632679489661923132169163975144209858469968755291048747")
@@ -412,4 +412,5 @@ def input_mean_norm(x: Real[Array, "*b n"], mean: Float[Array, " n"]) -> Float[A
     **Symmetry:** translation-equivariant: $f(x + t) = f(x) + t$ for every $t$.
     """
     x = _real_floating(x, "x", "input_mean_norm")
-    return x - mean.astype(x.dtype)
+    work = compute_dtype(x.dtype)  # float32 for half precisions: one rounding, at the end
+    return (x.astype(work) - jnp.asarray(mean).astype(work)).astype(x.dtype)
