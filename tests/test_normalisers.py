@@ -1111,3 +1111,28 @@ def test_functional_normalisers_take_parameters_that_fit(library_checks_only):
         2.0 * np_unit(x) + bb, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(tf.chi_norm(_X34, 1.5, jnp.asarray(b, jnp.float32)),
                                np_chi(x, 1.5, b, 0.0), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("cls", [tnn.ChiNorm, tnn.BatchNorm])
+def test_the_checked_data_function_is_the_modules_own_training_call(cls):
+    """The checker's `data_call`/`as_function` hooks build the map from the batch
+    statistics (`statistics_of`, `apply_statistics`); the module's training call computes
+    them on its own. Both must be the same map, or the checked declaration says nothing
+    about the module users call."""
+    from taxdl.taxonomy import data_call
+
+    with jax.enable_x64(True):
+        norm, state = eqx.nn.make_with_state(cls)(6, dtype=jnp.float64)
+        norm = eqx.tree_at(lambda m: (m.gamma, m.beta), norm,
+                           (norm.gamma * 1.5, norm.beta + 0.25))
+        key = jax.random.key(3)
+        f = data_call(norm, key, (64,))
+        # the hook's Gaussian batch, redrawn the same way
+        from taxdl.nn.normalisers._stateful import _gaussian_batch
+
+        batch = _gaussian_batch(key, (64,), 6, jnp.float64)
+        call = jax.vmap(norm, axis_name=norm.axis_name, in_axes=(0, None),
+                        out_axes=(0, None))
+        y, _ = call(batch, state)
+        np.testing.assert_allclose(np.asarray(y), np.asarray(jax.vmap(f)(batch)),
+                                   rtol=1e-12, atol=1e-12)

@@ -970,3 +970,33 @@ def test_pytest_plugin_examples_variable_is_validated_and_yields_to_the_call(mon
     monkeypatch.setenv("TAXDL_CHECK_EXAMPLES", "7")
     _checker(None)(tnn.IsotropicTanh, 4)
     assert seen["examples"] == 7
+
+
+class _AnisotropicGmP(tnn.GmPLinear):
+    """Weights input coordinate 0 twice: not O(n)-invariant on the right in law."""
+
+    def __call__(self, x, *, key=None):
+        return tnn.GmPLinear.__call__(self, x.at[..., 0].multiply(2.0))
+
+
+class _AxisAlignedDropout(tnn.StochasticIsotropicDropout):
+    def __call__(self, x, *, key=None, inference=None):
+        return x
+
+
+def test_a_subclass_is_checked_as_itself_not_as_its_parent():
+    """An inherited `reinitialise` hook builds the parent class; its draws are moved into
+    the subclass, so the subclass's own `__call__` is what the probabilistic cells test
+    (here it breaks the declared O(n) law, which the parent keeps). A subclass overriding
+    `__call__` while inheriting a hook that computes the map itself is refused by name."""
+    layer = _AnisotropicGmP(6, 6, key=jax.random.key(0))
+    report = check(layer, raise_on_failure=False, generations=("probabilistic",),
+                   maximality=False)
+    assert report.cell("probabilistic", "R").status == "failed"
+    parent = check(tnn.GmPLinear(6, 6, key=jax.random.key(0)), raise_on_failure=False,
+                   generations=("probabilistic",), maximality=False)
+    assert parent.cell("probabilistic", "R").status == "passed"
+    with pytest.raises(TypeError, match=r"_AxisAlignedDropout overrides __call__, but its "
+                                        r"`as_function` hook is the one registered for "
+                                        r"StochasticIsotropicDropout"):
+        check(_AxisAlignedDropout(0.5), n=4, examples=2)

@@ -259,6 +259,7 @@ def make_context(obj, n, dtype, *, examples=50, batch=32, samples=1024, test_ele
     dt = E.complex_dtype(real) if field == "complex" else jnp.dtype(real)
     shapes = tuple(tuple(s) for s in shapes)
     _check_dimension(name, n, shapes, from_signature)
+    _check_inherited_hooks(prim)
     f = as_function(prim)
     try:
         out_struct = jax.eval_shape(f, *(jax.ShapeDtypeStruct(s, dt) for s in shapes))
@@ -354,6 +355,30 @@ def _maybe(fn, *args):
         return fn(*args)
     except NotApplicable:
         return None
+
+
+def _call_method(cls):
+    return next((k.__dict__["__call__"] for k in cls.__mro__ if "__call__" in k.__dict__),
+                None)
+
+
+def _check_inherited_hooks(prim) -> None:
+    """Refuse a primitive whose class overrides `__call__` but inherits a hook that builds
+    the checked function (`as_function`, `data_call`, `random_call`) from an ancestor:
+    the ancestor's hook computes the ancestor's map, so the check would test that map,
+    not the subclass's."""
+    cls = type(prim)
+    for hook in (as_function, data_call, random_call):
+        owner = next((k for k in cls.__mro__ if k in hook.registry and k is not object),
+                     None)
+        if owner is not None and owner is not cls \
+                and _call_method(cls) is not _call_method(owner):
+            name = hook.__name__
+            raise TypeError(
+                f"{cls.__name__} overrides __call__, but its `{name}` hook is the one "
+                f"registered for {owner.__name__}, which computes {owner.__name__}'s map: "
+                f"register one for the subclass with `taxdl.taxonomy.{name}.register("
+                f"{cls.__name__})`.")
 
 
 def _bind(group: AbstractGroup, n: int) -> AbstractGroup:

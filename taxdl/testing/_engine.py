@@ -463,12 +463,34 @@ def key_grid(seed: int, shape: tuple[int, ...]):
     return _key_grid(np.uint32(seed), tuple(shape))
 
 
+def of_type_of(prim, fresh):
+    """`fresh` (a `reinitialise` draw) as an instance of `prim`'s class: a hook
+    registered for an ancestor builds the ancestor, whose leaves are moved into `prim`'s
+    structure when they match (a subclass adding no fields), so that the subclass's own
+    methods are the ones checked."""
+    if type(fresh) is type(prim) or not isinstance(prim, type(fresh)):
+        return fresh
+    leaves, treedef = jax.tree.flatten(prim)
+    new = jax.tree.leaves(fresh)
+
+    def spec(leaf):
+        return (getattr(leaf, "shape", None), getattr(leaf, "dtype", None))
+
+    if len(new) != len(leaves) or any(spec(a) != spec(b) for a, b in zip(leaves, new)):
+        raise TypeError(
+            f"the `reinitialise` hook {type(prim).__name__} inherits returns a "
+            f"{type(fresh).__name__}, whose fields differ from {type(prim).__name__}'s: "
+            f"register one for the subclass with `taxdl.taxonomy.reinitialise.register("
+            f"{type(prim).__name__})`.")
+    return jax.tree.unflatten(treedef, new)
+
+
 def random_function(prim, kind: str, key, batch_shape=None) -> Callable:
     """One draw of a random function for a probabilistic cell of `kind`:
     `as_function(reinitialise(prim, key))` (initialisation), `random_call(prim, key)`
     (time) or `data_call(prim, key, batch_shape)` (data)."""
     if kind == "initialisation":
-        return as_function(reinitialise(prim, key))
+        return as_function(of_type_of(prim, reinitialise(prim, key)))
     if kind == "time":
         return random_call(prim, key)
     if kind == "data":
