@@ -168,7 +168,7 @@ OPTIMISERS = [optim.AdaSGD(0.1), optim.AdaSGD(0.1, eps=0.0), optim.NormalisedSGD
 
 @eqx.filter_jit
 def _updates(opt, grads):
-    return taxdl.taxonomy.as_function(opt)(grads)
+    return taxdl.taxonomy.as_function(opt)(grads, jnp.zeros(grads.shape[-1:], grads.dtype))
 
 
 def test_primitives_delegate_to_optax_and_keep_dtype():
@@ -189,7 +189,7 @@ def test_primitives_delegate_to_optax_and_keep_dtype():
 
 def test_adasgd_class_is_the_factory():
     grads = jax.random.normal(jax.random.key(1), (4, 6))
-    a = taxdl.taxonomy.as_function(optim.AdaSGD(0.3, 0.5, 0.7, 1e-4))(grads)
+    a = taxdl.taxonomy.as_function(optim.AdaSGD(0.3, 0.5, 0.7, 1e-4))(grads, jnp.zeros(6))
     tx = optim.adasgd(0.3, 0.5, 0.7, 1e-4)
     s, p = tx.init(jnp.zeros(6)), jnp.zeros(6)
     for t, g in enumerate(grads):
@@ -323,7 +323,7 @@ def test_errors_name_the_argument(library_checks_only):
         optim.normalised_sgd(0.1, momentum=1.5)
     with pytest.raises(ValueError, match="pass the parameter count `n`"):
         taxdl.taxonomy.signature(optim.SGD(0.1), None)
-    assert taxdl.taxonomy.signature(optim.SGD(0.1), 8).inputs == ((optim.CHECK_STEPS, 8),)
+    assert taxdl.taxonomy.signature(optim.SGD(0.1), 8).inputs == ((optim.CHECK_STEPS, 8), (8,))
 
 
 def test_registered_with_declarations():
@@ -609,3 +609,44 @@ def test_inject_hyperparams_rounding_in_bfloat16_is_named():
     opt = optax.inject_hyperparams(optim.adasgd, hyperparam_dtype=jnp.float32)(learning_rate=0.1)
     updates, _ = opt.update(params, opt.init(params), params)
     assert updates.dtype == jnp.bfloat16 and bool(jnp.all(jnp.isfinite(updates)))
+
+
+def _decay_first_coordinate(rate):
+    """A weight decay on coordinate 0 only: a rule that reads the parameters and is not
+    rotation-equivariant."""
+    def update(updates, state, params):
+        mask = (jnp.arange(params.shape[0]) == 0).astype(params.dtype)
+        return updates + rate * params * mask, state
+
+    return optax.GradientTransformation(lambda params: optax.EmptyState(), update)
+
+
+class _AdaSGDWithAxisDecay(optim.AdaSGD):
+    def as_optax(self):
+        return optax.chain(optim.scale_by_adasgd(self.b1, self.b2, self.eps),
+                           _decay_first_coordinate(0.1),
+                           optax.scale_by_learning_rate(self.learning_rate))
+
+
+def test_update_rules_are_checked_at_non_zero_parameters():
+    """The checked update rule starts from θ₀ (acted on by the group with the gradients)
+    and applies each update, so a parameter-dependent, basis-dependent step is refuted;
+    the same rule without the decay passes. Independent check: for a Haar rotation Q,
+    U(QG, Qθ₀) ≠ Q U(G, θ₀) in float64."""
+    opt = _AdaSGDWithAxisDecay(0.1, eps=0.0)
+    with jax.enable_x64(True):
+        rng = np.random.default_rng(0)
+        q, r = np.linalg.qr(rng.standard_normal((6, 6)))
+        q = q * np.sign(np.diag(r))
+        grads = rng.standard_normal((optim.CHECK_STEPS, 6))
+        theta = rng.standard_normal(6)
+        rule = taxdl.taxonomy.as_function(opt)
+        moved = np.asarray(rule(jnp.asarray(grads @ q.T), jnp.asarray(q @ theta)))
+        assert np.max(np.abs(moved - np.asarray(rule(jnp.asarray(grads),
+                                                     jnp.asarray(theta))) @ q.T)) > 1e-3
+    report = taxdl.testing.check(opt, n=6, raise_on_failure=False, maximality=False,
+                                 examples=20)
+    assert report.cell("algebraic", "E").status == "failed"
+    report = taxdl.testing.check(optim.AdaSGD(0.1, eps=0.0), n=6, raise_on_failure=False,
+                                 maximality=False, examples=20)
+    assert report.passed

@@ -365,24 +365,29 @@ CHECK_STEPS = 4
 """Number of steps T in the gradient sequences the checker feeds an update rule."""
 
 
-def run_update_rule(opt: AbstractOptimiser, grads: Float[Array, "t d"]) -> Float[Array, "t d"]:
+def run_update_rule(opt: AbstractOptimiser, grads: Float[Array, "t d"],
+                    params: Float[Array, " d"] | None = None) -> Float[Array, "t d"]:
     """The update rule as a function: from a sequence of gradients of one flat parameter
-    vector, shape `(T, d)`, to the sequence of updates `(T, d)` (state from `init` at
-    zero parameters)."""
+    vector, shape `(T, d)`, and the initial parameters θ₀ (shape `(d,)`, zeros when
+    None) to the sequence of updates `(T, d)`, with state from `init(θ₀)` and each update
+    applied before the next step ($θ_{t+1} = θ_t + u_t$), so that a rule reading the
+    parameters (weight decay, say) is seen at non-zero ones."""
     tx = opt.as_optax()
-    params = jnp.zeros(grads.shape[-1:], grads.dtype)
+    if params is None:
+        params = jnp.zeros(grads.shape[-1:], grads.dtype)
 
-    def step(state, g):
-        u, state = tx.update(g, state, params)
-        return state, u
+    def step(carry, g):
+        theta, state = carry
+        u, state = tx.update(g, state, theta)
+        return (optax.apply_updates(theta, u), state), u
 
-    _, updates = jax.lax.scan(step, tx.init(params), grads)
+    _, updates = jax.lax.scan(step, (params, tx.init(params)), grads)
     return updates
 
 
 @as_function.register
 def _(opt: AbstractOptimiser) -> Callable:
-    return lambda grads: run_update_rule(opt, grads)
+    return lambda grads, params: run_update_rule(opt, grads, params)
 
 
 @signature.register
@@ -390,4 +395,4 @@ def _(opt: AbstractOptimiser, n=None) -> Signature:
     if n is None:
         raise DimensionRequired(type(opt).__name__, "the parameter count `n` (the checker "
                                 "feeds (T, n) gradient sequences)")
-    return Signature(((CHECK_STEPS, n),))
+    return Signature(((CHECK_STEPS, n), (n,)))
