@@ -67,7 +67,8 @@ def _catalogue() -> str:
     for family in FAMILIES:
         table = taxdl.table(family=family)
         if len(table):
-            parts.append(f"## {family.capitalize()}s\n\n{table.to_markdown()}\n")
+            heading = {"loss": "Losses"}.get(family, f"{family.capitalize()}s")
+            parts.append(f"## {heading}\n\n{table.to_markdown()}\n")
             notes = [(r.name, r.reference, r.taxonomy.note) for r in table.rows
                      if r.reference or r.taxonomy.note]
             if notes:

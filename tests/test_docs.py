@@ -53,3 +53,4 @@ def test_docs_build_strict(tmp_path):
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     catalogue = (tmp_path / "site" / "catalogue" / "index.html").read_text()
     assert "IsotropicTanh" in catalogue and "Sequential" in catalogue
+    assert ">Losses<" in catalogue and "Losss" not in catalogue
