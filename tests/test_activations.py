@@ -616,17 +616,60 @@ def test_isotropic_hessians_near_the_origin_are_relatively_accurate(name, dtype)
                              (0.999 / 6, -0.999 / 120, 0.999 / 5040))}[name]
     u = np.array([0.3, -0.5, 0.2, 0.7, -0.1, 0.4])
     u /= np.linalg.norm(u)
+    # every composition of forward and reverse mode (reverse over reverse goes through
+    # the transpose of the derivative rule, and below ‖x‖ ≈ 1e-19 in float32 through the
+    # max-scaled norm)
+    scales = (1e-4, 1e-8, 1e-15, 1e-20, 1e-30) + ((1e-200,) if dtype == jnp.float64 else ())
     with jax.enable_x64(dtype == jnp.float64):
+        for second in (jax.hessian, lambda g: jax.jacrev(jax.jacrev(g)),
+                       lambda g: jax.jacrev(jax.jacfwd(g))):
+            hess = jax.jit(second(f))
+            for scale in scales:
+                x = jnp.asarray(u * scale, dtype)
+                xr = np.asarray(x, np.float64)
+                sq = float(xr @ xr)
+                want = _radial_hessian(xr, 2 * c1 + 4 * c2 * sq + 6 * c3 * sq * sq,
+                                       8 * c2 + 24 * c3 * sq)
+                got = np.asarray(hess(x), np.float64)
+                tol = 1e-5 if dtype == jnp.float32 else 1e-12
+                assert np.max(np.abs(got - want)) <= tol * np.max(np.abs(want)), scale
+
+
+@pytest.mark.parametrize("name, c1", [("tanh", -1 / 3), ("sinusoid", -1 / 6)])
+@pytest.mark.parametrize("dtype", [jnp.float32, jnp.float64])
+def test_isotropic_third_derivatives_at_the_origin(name, c1, dtype):
+    """f = g(s) x with g = 1 + c₁s + …, s = ‖x‖²: ∂ᵢ∂ⱼ∂ₖ f_l at 0 is
+    2c₁(δ_lᵢδⱼₖ + δ_lⱼδᵢₖ + δ_lₖδᵢⱼ), symmetric in all four indices (tanh‴(0) = −2 along
+    an axis)."""
+    f = {"tanh": F.isotropic_tanh, "sinusoid": ft.partial(F.isotropic_sinusoid, lam=1.0)}[name]
+    eye = np.eye(3)
+    want = 2 * c1 * (np.einsum("li,jk->lijk", eye, eye) + np.einsum("lj,ik->lijk", eye, eye)
+                     + np.einsum("lk,ij->lijk", eye, eye))
+    with jax.enable_x64(dtype == jnp.float64):
+        for third in (jax.jacfwd(jax.hessian(f)), jax.jacrev(jax.jacrev(jax.jacrev(f))),
+                      jax.jacfwd(jax.jacfwd(jax.jacfwd(f)))):
+            got = np.asarray(jax.jit(third)(jnp.zeros(3, dtype)), np.float64)
+            np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("f", [ft.partial(F.isotropic_relu, r0=1.2),
+                               ft.partial(F.isotropic_leaky_relu, alpha=0.1, r0=1.2)])
+def test_isotropic_hessians_far_out_keep_their_relative_accuracy(f):
+    """Beyond the threshold f = A x − R x̂ (A = 1, R = R₀; leaky: A = 1, R = (1 − α)R₀),
+    whose Hessian is −R(3x̂ᵢx̂ⱼx̂ₖ − δᵢⱼx̂ₖ − δᵢₖx̂ⱼ − δⱼₖx̂ᵢ)/r²: relative accuracy at
+    any r in float64 (σ' − g formed without the cancellation 1 − (1 − R₀/r))."""
+    scale = 1.2 if f.keywords.get("alpha") is None else 0.9 * 1.2
+    u = np.array([0.6, -0.48, 0.64])
+    eye = np.eye(3)
+    with jax.enable_x64(True):
         hess = jax.jit(jax.hessian(f))
-        for scale in (1e-4, 1e-8, 1e-15, 1e-20, 1e-30):
-            x = jnp.asarray(u * scale, dtype)
-            xr = np.asarray(x, np.float64)
-            sq = float(xr @ xr)
-            want = _radial_hessian(xr, 2 * c1 + 4 * c2 * sq + 6 * c3 * sq * sq,
-                                   8 * c2 + 24 * c3 * sq)
-            got = np.asarray(hess(x), np.float64)
-            tol = 1e-5 if dtype == jnp.float32 else 1e-12
-            assert np.max(np.abs(got - want)) <= tol * np.max(np.abs(want)), scale
+        for r in (10.0, 1e8, 1e15, 1e30):
+            x = u * r
+            got = np.asarray(hess(jnp.asarray(x)))
+            want = -scale * (3 * np.einsum("i,j,k->ijk", u, u, u)
+                             - np.einsum("ij,k->ijk", eye, u) - np.einsum("ik,j->ijk", eye, u)
+                             - np.einsum("jk,i->ijk", eye, u)) / r ** 2
+            assert np.max(np.abs(got - want)) <= 1e-12 * np.max(np.abs(want)), r
 
 
 @pytest.mark.parametrize("f", [ft.partial(F.isotropic_relu, r0=1.0),

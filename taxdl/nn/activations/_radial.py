@@ -33,7 +33,27 @@ from .._numerics import (compute_dtype, infinite_signs, inverse_or_zero, quotien
 Profile = Callable[[Array], tuple[Array, Array, Array]]
 
 
-def _coefficients(r, p, rs, u, profile: Profile, derivative: bool):
+@jax.custom_jvp
+def _square_of_norm(x, r):
+    """$s = r^2 = \\|x\\|^2$ per row, from the norm r already computed (no pass over x),
+    with the derivative $ds = 2\\,x\\cdot dx$ written out. Differentiating $r\\cdot r$
+    instead would go through the norm's derivative, which `sqrt_or_zero` cuts to 0 at the
+    origin (so third derivatives there would miss $d^2 s = 2\\|dx\\|^2$), and through the
+    max-scaled norm of tiny rows. Only second and higher derivatives of f reach it."""
+    return r * r
+
+
+@_square_of_norm.defjvp
+def _square_of_norm_jvp(primals, tangents):
+    (x, r), (dx, _) = primals, tangents
+    if jnp.iscomplexobj(x):
+        dot = jnp.sum(jnp.real(jnp.conj(x) * dx), axis=-1)
+    else:
+        dot = jnp.sum(x * dx, axis=-1)
+    return r * r, (2 * dot).astype(r.dtype)
+
+
+def _coefficients(r, p, rs, u, profile: Profile, derivative: bool, x=None):
     """Per-row coefficients: the value is $(p x)\\,q$ with $q = A/p + B/r_s$ (and `u`,
     see `_value`); the derivative `_tangent` uses $g = σ/r$, $c = σ' - g$ and $ρ = 1/r$
     (underflowing only for r ≳ 1e38 in float32, where the Jacobian is ≈ 0 anyway), or,
@@ -45,17 +65,25 @@ def _coefficients(r, p, rs, u, profile: Profile, derivative: bool):
     q = a / p + b * inv
     if not derivative:
         return p, q, u
-    inv_r = p * inv
-    g = a + b * inv_r
-    c, rho = dsig - g, inv_r
     near = near_form(profile)
     if near is not None:
         near_g, near_kappa, limit = near
         inside = r * r < limit
-        s = jnp.where(inside, r * r, 0)
-        # selects of the coefficients themselves, not of tangents made from them: the
-        # general form's derivatives may be infinite in these rows (1/r's is −1/r²), and
-        # one times a zero cotangent would be NaN
+        # the general form is evaluated at r = 1 in the rows the near form takes (a
+        # select of its inputs, not only of its outputs): its derivatives there can be
+        # infinite (1/r's is −1/r², tanh r/r's underflows r² in float32 below r ≈ 1e-19),
+        # and a zero cotangent times ∞ would be NaN in reverse-over-reverse mode
+        a, b, dsig = profile(jnp.where(inside, 1, r))
+        inv_r = jnp.where(inside, 1, p) * inverse_or_zero(jnp.where(inside, 1, rs))
+    else:
+        inv_r = p * inv
+    g = a + b * inv_r
+    # σ' − g as (σ' − A) − B/r: for σ = r − R₀ far out, σ' − A = 0 exactly and c = R₀/r,
+    # where σ' − (A + B/r) = 1 − (1 − R₀/r) would cancel to relative error ε r/R₀
+    c, rho = (dsig - a) - b * inv_r, inv_r
+    if near is not None:
+        s = jnp.where(inside, _square_of_norm(x, r), 0)
+        # selects of the coefficients themselves, not of tangents made from them
         g = jnp.where(inside, near_g(s), g)
         c = jnp.where(inside, near_kappa(s), c)
         rho = jnp.where(inside, 1, rho)
@@ -104,7 +132,7 @@ def _value(x, p, q, u, profile: Profile, exceptional: bool = True):
 def _norm_and_value(x, profile: Profile, derivative: bool):
     """y = f(x) and the per-row coefficients, inside `scaled_norm`'s branches."""
     def then(r, p, rs, u, exceptional):
-        p, q, u, *rest = _coefficients(r, p, rs, u, profile, derivative)
+        p, q, u, *rest = _coefficients(r, p, rs, u, profile, derivative, x)
         return _value(x, p, q, u, profile, exceptional), *rest
 
     return scaled_norm(x, then)
