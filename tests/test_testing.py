@@ -525,6 +525,7 @@ def test_probes_are_exact_at_any_output_magnitude(scale):
     n = np.linalg.norm(v)
     np.testing.assert_allclose(got[3], scale * n, rtol=1e-6)  # ‖f(x)‖
     np.testing.assert_allclose(got[4], np.sum(v**4) / n**4, rtol=1e-6)  # peakedness
+    np.testing.assert_allclose(got[5], np.sum(v**3) / n**3, rtol=1e-6)  # skew
     pair = np.asarray(pair_probe(jnp.asarray(scale * v, jnp.float32),
                                  jnp.asarray(scale * w, jnp.float32)), np.float64)
     np.testing.assert_allclose(pair[0], v @ w / n / np.linalg.norm(w), rtol=1e-6)

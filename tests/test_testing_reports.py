@@ -400,3 +400,20 @@ def test_inputs_the_primitive_rejects_raise_its_own_error():
     with pytest.raises(ValueError, match="shapes \\(\\(7,\\),\\).*divisible") as info:
         check(tnn.CoLU(cone_dim=4), n=7, **FAST)
     assert "as_function" not in str(info.value)
+
+
+def test_a_probabilistic_cell_left_open_suggests_more_samples():
+    """Asymmetric truncation: i.i.d. skewed weights whose law moves under the rotations
+    fixing the all-ones vector only in odd moments. 1024 samples per side leave Sₙ's
+    maximality open, and the message says what to do (4096 settle it: the conformance
+    table's row)."""
+    import jax
+
+    import taxdl.nn as tnn
+    from taxdl.testing import check
+
+    with pytest.raises(Exception, match=r"may not be maximal.*A weak difference in law can "
+                                        r"pass unseen with 1024 random functions per side: "
+                                        r"check again with more \(e.g. `samples=4096`\)"):
+        check(tnn.TruncatedNormal(1.0, -2.0, 1.0), n=6, key=jax.random.key(0),
+              generations="probabilistic")

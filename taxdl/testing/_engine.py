@@ -506,8 +506,11 @@ def _unit_scaled(v) -> jax.Array:
 
 def probes(ys) -> jax.Array:
     """Scalar probes of one output pytree `ys`: projections on two fixed directions,
-    the first coordinate, the 2-norm and the peakedness ‖y‖₄⁴/‖y‖₂⁴ (sensitive to
-    rotations that a linear probe cannot see). A scalar output gives itself and |y|."""
+    the first coordinate, the 2-norm, the peakedness ‖y‖₄⁴/‖y‖₂⁴ (sensitive to
+    rotations that a linear probe cannot see) and the skew Σy³/‖y‖₂³ (odd: a law of
+    i.i.d. skewed weights keeps its mean and covariance under the rotations that fix
+    the all-ones vector, and only odd moments tell it from its rotated image). A scalar
+    output gives itself and |y|."""
     v = _flat(ys)
     if jnp.iscomplexobj(v):
         v = jnp.concatenate([v.real, v.imag])
@@ -518,10 +521,11 @@ def probes(ys) -> jax.Array:
     u = _unit_scaled(v)
     u2 = jnp.sum(u * u)
     peak = jnp.sum(u**4) / jnp.where(u2 > 0, u2 * u2, 1)
+    skew = jnp.sum(u**3) / jnp.where(u2 > 0, u2 * jnp.sqrt(u2), 1)
     directions = np.random.default_rng(20250).standard_normal((2, v.size))
     directions /= np.linalg.norm(directions, axis=-1, keepdims=True)
     lin = jnp.asarray(directions, v.dtype) @ v
-    return jnp.concatenate([lin, v[:1], _norm_last(v)[None], peak[None]])
+    return jnp.concatenate([lin, v[:1], _norm_last(v)[None], peak[None], skew[None]])
 
 
 def pair_probe(ya, yb) -> jax.Array:

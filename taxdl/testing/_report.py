@@ -209,4 +209,13 @@ def maximality_message(prim_name: str, cell: CellResult) -> str:
     return (f"{prim_name}: the {cell.label} declaration may not be maximal: no "
             f"counterexample was found under the immediate supergroup(s) "
             f"{', '.join(m.group for m in missing)}. Declare the largest group that holds, "
-            "or check the primitive really breaks it." + notes)
+            "or check the primitive really breaks it." + _more_samples(cell) + notes)
+
+
+def _more_samples(cell: CellResult) -> str:
+    """For a probabilistic cell: a law that differs from its moved image only weakly (in
+    an odd moment, say) needs more random functions than the default to be told apart."""
+    if cell.generation != "probabilistic" or not cell.checks:
+        return ""
+    return (f" A weak difference in law can pass unseen with {cell.checks} random functions "
+            f"per side: check again with more (e.g. `samples={4 * cell.checks}`).")

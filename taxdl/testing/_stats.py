@@ -24,7 +24,8 @@ import dataclasses
 import numpy as np
 
 JITTER = 1e-3
-PROBE_NAMES = ("a·f(x)", "b·f(x)", "f(x)[0]", "‖f(x)‖", "‖f(x)‖₄⁴/‖f(x)‖₂⁴")
+PROBE_NAMES = ("a·f(x)", "b·f(x)", "f(x)[0]", "‖f(x)‖", "‖f(x)‖₄⁴/‖f(x)‖₂⁴",
+               "Σf(x)³/‖f(x)‖₂³")
 SCALAR_PROBE_NAMES = ("f(x)", "|f(x)|")
 INPUT_NAMES = ("x = ê₀", "x Gaussian", "x Gaussian + ½", "x Gaussian / 4")
 PAIRS = ((0, 1), (1, 2), (0, 2), (1, 3))
