@@ -75,9 +75,23 @@ def _check_learning_rate(value, who: str):
 
 
 def _check_mu_dtype(mu_dtype, who: str):
-    if mu_dtype is not None and not jnp.issubdtype(jnp.dtype(mu_dtype), jnp.inexact):
-        raise ValueError(f"{who}: `mu_dtype` must be None or a floating dtype, got "
-                         f"{mu_dtype!r}.")
+    """None or a dtype (a name, a NumPy/JAX scalar type or a `dtype`) that is floating (or
+    complex); an array or a scalar value is refused (NumPy would read its dtype, or fail
+    with a message that does not name the argument), as is anything else NumPy cannot
+    read as a dtype."""
+    if mu_dtype is None:
+        return mu_dtype
+    shown = (f"an array of shape {mu_dtype.shape}"
+             if isinstance(mu_dtype, (jax.Array, np.ndarray)) else repr(mu_dtype))
+    message = f"{who}: `mu_dtype` must be None or a floating dtype, got {shown}."
+    if isinstance(mu_dtype, (jax.Array, np.ndarray, np.generic)):
+        raise ValueError(message)
+    try:
+        dtype = jnp.dtype(mu_dtype)
+    except (TypeError, ValueError):
+        raise ValueError(message) from None
+    if not jnp.issubdtype(dtype, jnp.inexact):
+        raise ValueError(message)
     return mu_dtype
 
 

@@ -424,6 +424,8 @@ def quasi_isotropic(x: Float[Array, "*b n"], alpha: float = 4.0, beta: float = 0
                          "isotropic form, see `isotropic`).")
     _check_callable(sigma, "sigma")
     normalise = check_bool(normalise, "normalise", who="quasi_isotropic")
+    if x.size == 0:  # nothing to map (the norm of no coordinates has no largest entry)
+        return x
     dtype = x.dtype
     z = x.astype(compute_dtype(dtype))
     u, r = unit_and_norm(z, infinite_rows=True)
@@ -441,8 +443,16 @@ def lattice_directions(kind: str, n: int, k: int | None = None) -> np.ndarray:
     - "simplex": the n + 1 vertices of a regular simplex (symmetry group S_{n+1} acting
       through its n-dimensional representation);
     - "polygon": k ≥ 3 directions at angles 2πj/k in ℝ² (dihedral group of order 2k).
+
+    `k` applies to "polygon" only (where it is required); given with another `kind` it
+    is refused, as [`LatticeIsotropic`][taxdl.nn.LatticeIsotropic] refuses it.
     """
+    if not isinstance(kind, str) or kind not in ("cubic", "simplex", "polygon"):
+        raise ValueError(f"`kind` must be 'cubic', 'simplex' or 'polygon', got {kind!r}.")
     n = _int_or_none(n, "n", 1)
+    if kind != "polygon" and k is not None:
+        raise ValueError(f"`k` (the number of polygon directions) only applies to "
+                         f"kind='polygon', got k={k!r} with kind={kind!r}.")
     if kind == "cubic":
         eye = np.eye(n)
         return np.concatenate([eye, -eye])
@@ -450,15 +460,13 @@ def lattice_directions(kind: str, n: int, k: int | None = None) -> np.ndarray:
         from ...groups import simplex_vertices
 
         return simplex_vertices(n)
-    if kind == "polygon":
-        if n != 2:
-            raise ValueError(f"the 'polygon' lattice lives in ℝ²: `n` must be 2, got {n}.")
-        k = _int_or_none(k, "k", 3)
-        if k is None:
-            raise ValueError("the 'polygon' lattice needs `k` >= 3 directions.")
-        t = 2 * np.pi * np.arange(k) / k
-        return np.stack([np.cos(t), np.sin(t)], -1)
-    raise ValueError(f"`lattice` must be 'cubic', 'simplex' or 'polygon', got {kind!r}.")
+    if n != 2:
+        raise ValueError(f"the 'polygon' lattice lives in ℝ²: `n` must be 2, got {n}.")
+    k = _int_or_none(k, "k", 3)
+    if k is None:
+        raise ValueError("the 'polygon' lattice needs `k` >= 3 directions.")
+    t = 2 * np.pi * np.arange(k) / k
+    return np.stack([np.cos(t), np.sin(t)], -1)
 
 
 def _directional(x, dirs, sigma, floor):

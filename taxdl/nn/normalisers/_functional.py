@@ -41,6 +41,32 @@ def conjugated_gain(gamma: Array, m: Array, minv: Array) -> Array:
     return jnp.einsum("ij,j,ji->i", minv, gamma, m) / jnp.linalg.norm(m, axis=0)
 
 
+def _affine(who: str, **parameters) -> tuple:
+    """The affine parameters (γ, β, …) as real arrays, in order: JAX arrays (tracers
+    included) as given, numbers and array-likes (lists, NumPy arrays) through
+    `jnp.asarray`. None, a complex value (its imaginary part would be dropped or make the
+    output complex) and anything else that is not a real number or array are refused with
+    a `TypeError` naming the argument."""
+    out = []
+    for name, value in parameters.items():
+        message = (f"{who}: `{name}` must be a real number or array (a scalar or "
+                   "per-feature vector), got ")
+        if value is None:
+            raise TypeError(message + "None.")
+        given = value
+        if not isinstance(value, jax.Array):
+            try:
+                value = jnp.asarray(value)
+            except (TypeError, ValueError):
+                raise TypeError(message + f"{type(given).__name__}.") from None
+        if not (jnp.issubdtype(value.dtype, jnp.floating)
+                or jnp.issubdtype(value.dtype, jnp.integer)):
+            shown = getattr(given, "dtype", None) or f"{type(given).__name__} of {value.dtype}"
+            raise TypeError(message + f"{shown}.")
+        out.append(value)
+    return tuple(out)
+
+
 def _stop_max(x: Array, axis) -> Array:
     """A power of two near max|x| along `axis` (kept), gradient stopped, 1 where $x$ is
     0 (see `power_of_two_near` in `taxdl.nn._numerics`)."""
@@ -203,14 +229,15 @@ def centred_standardise(x: Float[Array, "*b n"], eps: RealLike = 0.0) -> Float[A
     return _centred_standardise(x, -1, eps).astype(x.dtype)
 
 
-def simple_isotropic_layer_norm(x: Float[Array, "*b n"], gamma: Float[Array, ""],
-                                beta: Float[Array, "*#b n"]) -> Float[Array, "*b n"]:
+def simple_isotropic_layer_norm(x: Float[Array, "*b n"], gamma: Float[Array, ""] | RealLike,
+                                beta) -> Float[Array, "*b n"]:
     """Simple isotropic layer-norm $f(x) = γ\\hat x + \\vec β$ (isotropic paper App.
     A.1.1) with a scalar $γ$ and a vector $\\vec β$; $f(0) = \\vec β$.
 
     **Symmetry:** algebraically ℝ×₊-right-invariant; O(n)-equivariant when $\\vec β = 0$.
     """
     require_floating(x, "simple_isotropic_layer_norm", "x")
+    gamma, beta = _affine("simple_isotropic_layer_norm", gamma=gamma, beta=beta)
     if jnp.ndim(gamma) != 0:
         raise ValueError(f"simple_isotropic_layer_norm: `gamma` must be a scalar (an "
                          f"isotropic gain), got shape {jnp.shape(gamma)}.")
@@ -285,6 +312,7 @@ def layer_norm(x: Float[Array, "*b n"], gamma, beta, eps: RealLike = 0.0) -> Flo
     """
     require_floating(x, "layer_norm", "x")
     eps = check_eps(eps, "layer_norm")
+    gamma, beta = _affine("layer_norm", gamma=gamma, beta=beta)
     check_per_feature(x, "layer_norm", gamma=gamma, beta=beta)
     return gamma * _centred_standardise(x, -1, eps).astype(x.dtype) + beta
 
@@ -297,6 +325,7 @@ def rms_norm(x: Float[Array, "*b n"], gamma, eps: RealLike = 0.0) -> Float[Array
     """
     require_floating(x, "rms_norm", "x")
     eps = check_eps(eps, "rms_norm")
+    (gamma,) = _affine("rms_norm", gamma=gamma)
     check_per_feature(x, "rms_norm", gamma=gamma)
     return gamma * _scaled_standardise(x, -1, math.sqrt(eps)).astype(x.dtype)
 
@@ -327,6 +356,7 @@ def group_norm(x: Float[Array, "*s n"], gamma, beta, groups: IntLike,
 def _group_norm(x, gamma, beta, groups, eps, who: str):
     require_floating(x, who, "x")
     eps = check_eps(eps, who)
+    gamma, beta = _affine(who, gamma=gamma, beta=beta)
     check_per_feature(x, who, gamma=gamma, beta=beta)
     n = x.shape[-1]
     c = _check_groups(n, groups)
@@ -349,6 +379,7 @@ def instance_norm(x: Float[Array, "*s n"], gamma, beta, eps: RealLike = 0.0
     """
     require_floating(x, "instance_norm", "x")
     if x.shape[-1] == 0:  # no channels
+        gamma, beta = _affine("instance_norm", gamma=gamma, beta=beta)
         check_per_feature(x, "instance_norm", gamma=gamma, beta=beta)
         return gamma * x + beta
     return _group_norm(x, gamma, beta, x.shape[-1], eps, "instance_norm")
@@ -368,6 +399,7 @@ def batch_norm(x: Float[Array, "b *s n"], gamma, beta, eps: RealLike = 0.0
     if x.ndim < 2:
         raise ValueError(f"batch_norm: `x` must be a batch of shape (b, *spatial, n), got "
                          f"shape {x.shape}.")
+    gamma, beta = _affine("batch_norm", gamma=gamma, beta=beta)
     check_per_feature(x, "batch_norm", gamma=gamma, beta=beta)
     axes = tuple(range(x.ndim - 1))
     return gamma * _centred_standardise(x, axes, eps).astype(x.dtype) + beta
@@ -409,6 +441,7 @@ def chi_apply(x: Float[Array, "*b n"], mean: Float[Array, " n"] | Float[Array, "
     """
     require_floating(x, "chi_apply")
     eps = check_eps(eps, "chi_apply")
+    gamma, beta = _affine("chi_apply", gamma=gamma, beta=beta)
     check_per_feature(x, "chi_apply", mean=mean, gamma=gamma, beta=beta)
     check_fits(rms, "rms", x.shape, "chi_apply", "a scalar")
     return _chi_apply(x, mean, rms, gamma, beta, eps)
@@ -515,6 +548,7 @@ def batch_apply(x: Float[Array, "*b n"], mean: Float[Array, " n"], std: Float[Ar
     """
     require_floating(x, "batch_apply", "x")
     eps = check_eps(eps, "batch_apply")
+    gamma, beta = _affine("batch_apply", gamma=gamma, beta=beta)
     check_per_feature(x, "batch_apply", mean=mean, std=std, gamma=gamma, beta=beta)
     return gamma * _ratio(x, mean, std, eps) + beta
 
@@ -541,13 +575,14 @@ def chi_norm(x: Float[Array, "b n"], gamma, beta, eps: RealLike = 0.0) -> Float[
     # so a half-precision gradient that overflows is ±inf (as for the other normalisers)
     # rather than inf − inf = NaN
     eps = check_eps(eps, "chi_norm")
+    gamma, beta = _affine("chi_norm", gamma=gamma, beta=beta)
     check_per_feature(x, "chi_norm", gamma=gamma, beta=beta)
     if x.size == 0:  # no rows or no features: nothing to normalise
         return x
     work = compute_dtype(x.dtype)
     ratio = _chi_ratio(x.astype(work), eps)
-    return (jnp.asarray(gamma).astype(work) * (chi_scale(x.shape[-1]) * ratio)
-            + jnp.asarray(beta).astype(work)).astype(x.dtype)
+    return (gamma.astype(work) * (chi_scale(x.shape[-1]) * ratio)
+            + beta.astype(work)).astype(x.dtype)
 
 
 @ft.partial(jax.jit, static_argnames=("eps",))
@@ -565,7 +600,8 @@ def magnitude_normalise(x: Float[Array, "*b n"], scale: Float[Array, ""] | RealL
                         beta, eps: RealLike = 0.0) -> Float[Array, "*b n"]:
     """Time-like magnitude normalisation (isotropic paper App. A.1.1, last paragraph):
     $γ\\,x / (s + ε) + \\vec β$ with $s$ a (gradient-stopped) moving average of the
-    magnitude $\\|x\\|$ over training steps; $s + ε = 0$ gives β. A magnitude is never
+    magnitude $\\|x\\|$ over training steps; $s + ε = 0$ gives β, a NaN statistic gives
+    NaN (it is not read as 0). A magnitude is never
     negative: a concrete negative `scale` is refused (a `ValueError` naming it); a traced
     one (under `jax.jit`) is not checked, which would need a host sync.
 
@@ -575,12 +611,15 @@ def magnitude_normalise(x: Float[Array, "*b n"], scale: Float[Array, ""] | RealL
     require_floating(x, "magnitude_normalise", "x")
     eps = check_eps(eps, "magnitude_normalise")
     check_fits(scale, "scale", x.shape, "magnitude_normalise", "a scalar")
+    gamma, beta = _affine("magnitude_normalise", gamma=gamma, beta=beta)
     check_per_feature(x, "magnitude_normalise", gamma=gamma, beta=beta)
     _check_magnitude(scale, "scale", "magnitude_normalise")
     work = compute_dtype(x.dtype)
     s = jax.lax.stop_gradient(jnp.asarray(scale, work)) + eps
     ok = s > 0
-    inv = jnp.where(ok, 1 / jnp.where(ok, s, 1), 0)
+    # NaN where the statistic is NaN (never read as 0, which would give β), as in
+    # `_inverse_root`
+    inv = jnp.where(ok, 1 / jnp.where(ok, s, 1), jnp.where(s != s, s, 0))
     return gamma * (x.astype(work) * inv).astype(x.dtype) + beta
 
 

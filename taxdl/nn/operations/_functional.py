@@ -356,6 +356,19 @@ def _box_clip_jvp(bound, primals, tangents):
         x, bound, jnp.max(jnp.abs(x), axis=-1, keepdims=True)), primals, tangents)
 
 
+def _check_fits(value, name: str, shape, who: str, expected: str) -> None:
+    """`value` broadcasting against an array of shape `shape` without enlarging it;
+    otherwise a `ValueError` naming it and `expected` (static shapes only)."""
+    given = tuple(jnp.shape(value))
+    try:
+        ok = jnp.broadcast_shapes(given, tuple(shape)) == tuple(shape)
+    except ValueError:
+        ok = False
+    if not ok:
+        raise ValueError(f"{who}: `{name}` must be {expected}, broadcasting against shape "
+                         f"{tuple(shape)}, got shape {given}.")
+
+
 def rotated_dropout(x: Float[Array, "*b n"], basis: Float[Array, "n n"],
                     keep: Float[Array, "*#b n"], rate: float) -> Float[Array, "*b n"]:
     """Dropout in the basis given by the rows of `basis` (isotropic paper eq 66):
@@ -367,9 +380,15 @@ def rotated_dropout(x: Float[Array, "*b n"], basis: Float[Array, "n n"],
     **Symmetry:** $R^{-1}f_B(Rx) = f_{BR}(x)$ for orthogonal R: with a Haar B,
     O(n)-equivariant in law.
     """
-    require_floating(x, "rotated_dropout", "x")
-    require_floating(basis, "rotated_dropout", "basis")
+    who = "rotated_dropout"
+    require_floating(x, who, "x")
+    require_floating(basis, who, "basis")
     rate = check_real(rate, "rate", low=0, high=1, high_open=True)
+    n = x.shape[-1]
+    if basis.shape != (n, n):
+        raise ValueError(f"{who}: `basis` must be of shape (n, n) = ({n}, {n}) for `x` of "
+                         f"shape {x.shape}, got shape {basis.shape}.")
+    _check_fits(keep, "keep", x.shape, who, f"of shape (..., {n})")
     work = compute_dtype(x.dtype)
     basis = basis.astype(work)
     y = jnp.einsum("ij,...j->...i", basis, x.astype(work))
@@ -383,11 +402,40 @@ def attention_scores(query: Float[Array, "t d"], key: Float[Array, "s d"]) -> Fl
 
     **Symmetry:** invariant to a common rotation of query and key features.
     """
-    require_floating(query, "attention_scores", "query")
-    require_floating(key, "attention_scores", "key")
+    _check_attention(query, key, None, "attention_scores")
     work = compute_dtype(jnp.result_type(query, key))
     return (jnp.einsum("td,sd->ts", query.astype(work), key.astype(work))
             / math.sqrt(query.shape[-1]))
+
+
+def _check_attention(query, key, value, who: str) -> None:
+    """Attention's arguments: real floating `query` of shape (t, d), `key` of shape
+    (S, d) and `value` of shape (S, v) (None: the scores alone, which also allow S = 0),
+    with d ≥ 1 (the scores $QK^T/\\sqrt d$ of no features are undefined). Static shapes
+    only: the check is free under `jax.jit`."""
+    require_floating(query, who, "query")
+    require_floating(key, who, "key")
+    if value is not None:
+        require_floating(value, who, "value")
+    if query.ndim != 2:
+        raise ValueError(f"{who}: `query` must be of shape (t, d), got shape {query.shape}.")
+    if value is None and key.ndim != 2:
+        raise ValueError(f"{who}: `key` must be an (S, d) array, got shape {key.shape}.")
+    if value is not None and (key.ndim != 2 or key.shape[0] == 0):
+        raise ValueError(f"{who}: `key` must be an (S, d) array with S >= 1 keys (the "
+                         f"weights over no keys are undefined), got shape {key.shape}.")
+    d = query.shape[1]
+    if key.shape[1] != d:
+        raise ValueError(f"{who}: `key` must be of shape (S, d) = (S, {d}), the feature "
+                         f"size of `query` of shape {query.shape}, got shape {key.shape}.")
+    if d == 0:
+        raise ValueError(f"{who}: the feature axis d of `query` and `key` (their last axis) "
+                         f"must have size >= 1 (the scores QKᵀ/√d are undefined for d = 0), "
+                         f"got shapes {query.shape} and {key.shape}.")
+    if value is not None and (value.ndim != 2 or value.shape[0] != key.shape[0]):
+        raise ValueError(f"{who}: `value` must be of shape (S, v) = ({key.shape[0]}, v), one "
+                         f"row per key of `key` of shape {key.shape}, got shape "
+                         f"{value.shape}.")
 
 
 SATURATED = 1e4
@@ -401,12 +449,8 @@ def _scaled_scores(query, key):
     is bounded and c, the product of those powers, is exact; c is clamped to the dtype's
     largest number. While c·S is finite it equals the plain scores bit for bit (scaling by
     a power of two is exact), and where it would overflow, S still orders the keys.
-    Computed in float32 for half-precision inputs."""
-    require_floating(query, "attention", "query")
-    require_floating(key, "attention", "key")
-    if key.ndim < 2 or key.shape[-2] == 0:
-        raise ValueError(f"attention: `key` must be an (S, d) array with S >= 1 keys (the "
-                         f"weights over no keys are undefined), got shape {key.shape}.")
+    Computed in float32 for half-precision inputs; the shapes are checked by the callers
+    (`_check_attention`)."""
     work = compute_dtype(jnp.result_type(query, key))
     q, k = query.astype(work), key.astype(work)
     pq = jax.lax.stop_gradient(power_of_two_near(jnp.max(jnp.abs(q), axis=-1, keepdims=True)))
@@ -426,7 +470,7 @@ def softmax_attention(query: Float[Array, "t d"], key: Float[Array, "s d"],
     **Symmetry:** invariant to permuting the key–value pairs (and to a common rotation of
     query and key features).
     """
-    require_floating(value, "softmax_attention", "value")
+    _check_attention(query, key, value, "softmax_attention")
     s, c = _scaled_scores(query, key)
     # softmax of the scores c·s, shifted by their largest: c·(s − max s) is the shifted
     # score exactly while it is finite, and −∞ (a weight of 0) where it overflows
@@ -445,7 +489,7 @@ def isotropic_tanh_attention(query: Float[Array, "t d"], key: Float[Array, "s d"
     **Symmetry:** invariant to any orthogonal mixing of the key–value pairs (and to a common
     rotation of query and key features).
     """
-    require_floating(value, "isotropic_tanh_attention", "value")
+    _check_attention(query, key, value, "isotropic_tanh_attention")
     s, c = _scaled_scores(query, key)
     # the scores c·s, except that a row whose norm exceeds SATURATED is scaled down to
     # that norm along its direction: isotropic tanh is then tanh(·) = 1 times the same
@@ -456,6 +500,15 @@ def isotropic_tanh_attention(query: Float[Array, "t d"], key: Float[Array, "s d"
     return jnp.einsum("ts,sv->tv", w.astype(value.dtype), value)
 
 
+def _check_unbatched(x, who: str) -> int:
+    """A real floating x of shape (n,) (the einsums take one example); returns n."""
+    require_floating(x, who, "x")
+    if x.ndim != 1:
+        raise ValueError(f"{who}: `x` must be one unbatched input of shape (n,), got shape "
+                         f"{x.shape}; use jax.vmap for batches.")
+    return x.shape[0]
+
+
 def multi_head_sum(x: Float[Array, " n"], weight: Float[Array, "h m n"],
                    bias: Float[Array, "h m"], activation) -> Float[Array, " m"]:
     """Multi-headed layer $\\sum_j f(W^j x + b^j)$ (isotropic paper eq 69).
@@ -463,7 +516,13 @@ def multi_head_sum(x: Float[Array, " n"], weight: Float[Array, "h m n"],
     **Symmetry:** each head's affine map absorbs GL on the input; the activation's group
     passes to the output.
     """
-    require_floating(x, "multi_head_sum", "x")
+    who = "multi_head_sum"
+    n = _check_unbatched(x, who)
+    if jnp.ndim(weight) != 3 or jnp.shape(weight)[2] != n:
+        raise ValueError(f"{who}: `weight` must be of shape (h, m, n) = (h, m, {n}) for `x` "
+                         f"of shape ({n},), got shape {jnp.shape(weight)}.")
+    h, m, _ = jnp.shape(weight)
+    _check_fits(bias, "bias", (h, m), who, f"of shape (h, m) = ({h}, {m})")
     pre = jnp.einsum("hmn,n->hm", weight, x) + bias
     return jnp.sum(jax.vmap(activation)(pre), axis=0)
 
@@ -476,6 +535,17 @@ def multi_head_affine_sum(x: Float[Array, " n"], w_in: Float[Array, "h k n"],
 
     **Symmetry:** the output and input maps absorb GL on either side.
     """
-    require_floating(x, "multi_head_affine_sum", "x")
+    who = "multi_head_affine_sum"
+    n = _check_unbatched(x, who)
+    if jnp.ndim(w_in) != 3 or jnp.shape(w_in)[2] != n:
+        raise ValueError(f"{who}: `w_in` must be of shape (h, k, n) = (h, k, {n}) for `x` of "
+                         f"shape ({n},), got shape {jnp.shape(w_in)}.")
+    h, k, _ = jnp.shape(w_in)
+    if jnp.ndim(w_out) != 3 or jnp.shape(w_out)[0] != h or jnp.shape(w_out)[2] != k:
+        raise ValueError(f"{who}: `w_out` must be of shape (h, m, k) = ({h}, m, {k}) for "
+                         f"`w_in` of shape {jnp.shape(w_in)}, got shape {jnp.shape(w_out)}.")
+    m = jnp.shape(w_out)[1]
+    _check_fits(b_in, "b_in", (h, k), who, f"of shape (h, k) = ({h}, {k})")
+    _check_fits(b_out, "b_out", (h, m), who, f"of shape (h, m) = ({h}, {m})")
     hidden = jax.vmap(activation)(jnp.einsum("hkn,n->hk", w_in, x) + b_in)
     return jnp.sum(jnp.einsum("hmk,hk->hm", w_out, hidden) + b_out, axis=0)
