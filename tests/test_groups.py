@@ -1237,3 +1237,34 @@ def test_block_permutations_lie_in_the_rotated_cone_group_of_their_blocks(block,
     members = np.asarray(cones.contains(perms.sample(jax.random.key(0), 64)))
     assert members.all() if inside else not members.all()
     assert is_subgroup(perms, cones) is inside
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 16])
+@pytest.mark.parametrize("complex_", [False, True])
+def test_householder_q_is_the_qr_factor_with_positive_diagonal(n, complex_):
+    """The Q of z = QR with diag(R) > 0 is unique: the written-out Householder
+    factorisation equals NumPy's (LAPACK) Q times the phases of diag(R) (float64)."""
+    from taxdl.groups._base import householder_q
+
+    rng = np.random.default_rng(n)
+    z = rng.standard_normal((7, n, n))
+    if complex_:
+        z = z + 1j * rng.standard_normal((7, n, n))
+    with jax.enable_x64(True):
+        q, det = householder_q(jnp.asarray(z), with_det=True)
+    ref, r = np.linalg.qr(z)
+    d = np.diagonal(r, axis1=-2, axis2=-1)
+    np.testing.assert_allclose(np.asarray(q), ref * (d / np.abs(d))[:, None, :], atol=1e-13)
+    np.testing.assert_allclose(np.asarray(det), np.linalg.det(np.asarray(q)), atol=1e-13)
+
+
+@pytest.mark.parametrize("group", [G.Orthogonal(8), G.SpecialOrthogonal(5), G.Unitary(4),
+                                   G.Lorentz(4)], ids=str)
+def test_sampling_small_groups_calls_no_lapack_kernel(group):
+    """Samples of small groups are factored in JAX operations: a program drawing many
+    elements holds no batched LAPACK call, two of which (a Lorentz boost's rotations)
+    could deadlock the CPU thread pool of a two-core machine under jax 0.10."""
+    with jax.enable_x64(True):
+        text = jax.jit(lambda k: group.sample(k, 20000, jnp.float64).matrix).lower(
+            jax.random.key(0)).as_text()
+    assert "lapack" not in text.lower()

@@ -440,24 +440,83 @@ def complex_work_dtype(dtype) -> jnp.dtype:
     return jnp.dtype(jnp.complex128 if wide else jnp.complex64)
 
 
-def haar_orthogonal(key: PRNGKeyArray, num: int, n: int, dtype) -> Float[Array, "_ n n"]:
+HOUSEHOLDER_MAX_N = 16
+"""Largest n for which Haar samples are factored by Householder reflections written in
+JAX operations (`householder_q`) rather than by LAPACK's batched QR."""
+
+
+def householder_q(z: Array, with_det: bool = False):
+    """The Q factor of a batch of square matrices, `z = Q R` with diag(R) real and
+    positive (unique for invertible z), by Householder reflections written in JAX
+    operations, real or complex. For Gaussian z that Q is exactly Haar distributed on
+    O(n) or U(n) (Mezzadri 2007: the QR factorisation made unique by a positive diag R).
+
+    Used for n ≤ `HOUSEHOLDER_MAX_N`: group samples are batches of many small matrices,
+    for which a batched LAPACK factorisation is split over the CPU thread pool, and two
+    such factorisations in one program (a Lorentz boost's two rotations, say) can
+    deadlock that pool on a machine with few cores (jax 0.10). Written out, the
+    factorisation is a handful of fused elementwise and reduction passes per column and
+    runs unchanged on any backend. With `with_det`, also det Q (±1 for real z; each
+    reflection contributes −1, each column's phase its own)."""
+    n = z.shape[-1]
+    a = z
+    q = jnp.broadcast_to(jnp.eye(n, dtype=z.dtype), z.shape)
+    flips = []
+    det = jnp.ones(z.shape[:1], z.dtype)
+    for k in range(n):
+        x = a[:, k:, k]
+        norm = jnp.sqrt(jnp.sum(jnp.real(x * jnp.conj(x)), axis=-1))
+        mag0 = jnp.abs(x[:, 0])
+        # the unit phase of x₀ (1 at x₀ = 0): v = x + phase‖x‖e₁ avoids cancellation, and
+        # H = I − 2vv*/(v*v) maps x to −phase‖x‖e₁
+        phase = jnp.where(mag0 > 0, x[:, 0] / jnp.where(mag0 > 0, mag0, 1).astype(z.dtype),
+                          jnp.ones((), z.dtype))
+        v = x.at[:, 0].add(phase * norm.astype(z.dtype))
+        vv = jnp.sum(jnp.real(v * jnp.conj(v)), axis=-1)
+        beta = jnp.where(vv > 0, 2 / jnp.where(vv > 0, vv, 1), 0).astype(z.dtype)
+        rows = a[:, k:, :]
+        w = jnp.einsum("bi,bij->bj", jnp.conj(v), rows)
+        a = a.at[:, k:, :].set(rows - beta[:, None, None] * v[:, :, None] * w[:, None, :])
+        cols = q[:, :, k:]
+        u = jnp.einsum("bij,bj->bi", cols, v)
+        q = q.at[:, :, k:].set(cols - beta[:, None, None] * u[:, :, None]
+                               * jnp.conj(v)[:, None, :])
+        flips.append(-phase)  # R_kk = −phase‖x‖: multiply column k of Q by its phase
+        det = det * jnp.where(vv > 0, phase, -phase)  # det H = −1 (1 when H = I)
+    q = q * jnp.stack(flips, axis=-1)[:, None, :]
+    return (q, det) if with_det else q
+
+
+def haar_orthogonal(key: PRNGKeyArray, num: int, n: int, dtype,
+                    special: bool = False) -> Float[Array, "_ n n"]:
     """Exact Haar sample of O(n): QR of a Gaussian matrix with the sign of diag(R) fixed
-    (Mezzadri 2007), computed in float64 for 64-bit `dtype`, in float32 otherwise."""
+    (Mezzadri 2007), computed in float64 for 64-bit `dtype`, in float32 otherwise (by
+    `householder_q` for n ≤ `HOUSEHOLDER_MAX_N`, else LAPACK). With `special`, Haar on
+    SO(n): the first column's sign is flipped where det = −1."""
     work = work_dtype(dtype)
     z = jax.random.normal(key, (num, n, n), dtype=work)
-    q, r = jnp.linalg.qr(z)
-    d = jnp.sign(jnp.diagonal(r, axis1=-2, axis2=-1))
-    d = jnp.where(d == 0, 1, d)
-    return (q * d[..., None, :]).astype(dtype)
+    if n <= HOUSEHOLDER_MAX_N:
+        q, det = householder_q(z, with_det=True)
+    else:
+        q, r = jnp.linalg.qr(z)
+        d = jnp.sign(jnp.diagonal(r, axis1=-2, axis2=-1))
+        q = q * jnp.where(d == 0, 1, d)[..., None, :]
+        det = jnp.linalg.det(q) if special else None
+    if special:
+        q = q.at[..., :, 0].multiply(jnp.where(det < 0, -1, 1).astype(work)[..., None])
+    return q.astype(dtype)
 
 
 def haar_unitary(key: PRNGKeyArray, num: int, n: int, dtype) -> Array:
-    """Exact Haar sample of U(n): QR of a complex Gaussian with diag(R) phases removed."""
+    """Exact Haar sample of U(n): QR of a complex Gaussian with diag(R) phases removed
+    (by `householder_q` for n ≤ `HOUSEHOLDER_MAX_N`, else LAPACK)."""
     cdtype = complex_work_dtype(dtype)
     rdtype = work_dtype(dtype)
     kr, ki = jax.random.split(key)
     z = jax.lax.complex(jax.random.normal(kr, (num, n, n), rdtype),
                         jax.random.normal(ki, (num, n, n), rdtype))
+    if n <= HOUSEHOLDER_MAX_N:
+        return householder_q(z)
     q, r = jnp.linalg.qr(z)
     diag = jnp.diagonal(r, axis1=-2, axis2=-1)
     mag = jnp.abs(diag)

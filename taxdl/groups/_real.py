@@ -34,7 +34,6 @@ from ._base import (
     random_signs,
     scalar_part,
     scalars_label,
-    work_dtype,
     zero_shift,
 )
 
@@ -229,11 +228,7 @@ class SpecialOrthogonal(AbstractCompactGroup):
     field: ClassVar[str] = "real"
 
     def _sample(self, key, num, dtype):
-        q = haar_orthogonal(key, num, self.n, dtype)
-        det = jnp.linalg.det(q.astype(work_dtype(dtype)))
-        flip = jnp.where(det < 0, -1, 1).astype(dtype)
-        q = q.at[..., :, 0].multiply(flip[..., None])
-        return linear_element(q)
+        return linear_element(haar_orthogonal(key, num, self.n, dtype, special=True))
 
     def _contains(self, element, atol):
         m = element.matrix
