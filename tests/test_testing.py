@@ -1001,3 +1001,34 @@ def test_a_subclass_is_checked_as_itself_not_as_its_parent():
                                         r"`as_function` hook is the one registered for "
                                         r"StochasticIsotropicDropout"):
         check(_AxisAlignedDropout(0.5), n=4, examples=2)
+
+
+class _HookedLinear(AbstractLayer):
+    """x ↦ Wx whose law is whatever its `reinitialise` hook draws."""
+
+    weight: jax.Array
+
+    taxonomy: ClassVar[Taxonomy] = Taxonomy(closure=(None, GeneralLinear(), None),
+                                            probabilistic=(None, Orthogonal(), None))
+
+    def __call__(self, x, *, key=None):
+        return self.weight @ x
+
+
+@signature.register
+def _(layer: _HookedLinear, n=None):
+    return Signature(((layer.weight.shape[1],),))
+
+
+def test_a_hook_registered_again_is_the_one_the_next_check_uses():
+    """The checked programs are compiled once per primitive structure; a hook replaced
+    in the same process (a notebook) is part of their key, so the next check traces it.
+    Gaussian W is O(n)-invariant in law; iid uniform W is not (Maxwell's theorem)."""
+    prim = _HookedLinear(jnp.eye(8))
+    reinitialise.register(_HookedLinear)(
+        lambda layer, key: _HookedLinear(jax.random.normal(key, (8, 8))))
+    assert_probabilistic(prim, Orthogonal(), "R")
+    reinitialise.register(_HookedLinear)(
+        lambda layer, key: _HookedLinear(jax.random.uniform(key, (8, 8), minval=-1.0)))
+    with pytest.raises(SymmetryViolation):
+        assert_probabilistic(prim, Orthogonal(), "R")

@@ -357,6 +357,14 @@ def _maybe(fn, *args):
         return None
 
 
+def registered_hooks() -> tuple:
+    """Every function registered for the hooks the checked programs dispatch while they
+    are traced: part of their compilation key, so that registering or replacing a hook
+    takes effect at the next check in the same process."""
+    return tuple(f for hook in (as_function, reinitialise, random_call, data_call, transport)
+                 for f in hook.registry.values())
+
+
 def _call_method(cls):
     return next((k.__dict__["__call__"] for k in cls.__mro__ if "__call__" in k.__dict__),
                 None)
@@ -672,13 +680,14 @@ def evaluate_rows(ctx: Context, mode: str, plan: Plan, member: int, ein: Host, e
     if mode == "algebraic":
         code = np.full((b,), E.CODES[plan.flavour], np.int32)
         res = E.relation_rows(prim, plan.acted, plan.act_out, code, _dev(ein), _dev(eout),
-                              xs, dirs, *common)
+                              xs, dirs, *common, hooks=registered_hooks())
     else:
         cells = closure_cells(ctx, plan)
         code = np.full((b,), cells.index((plan.flavour.value, plan.sample)), np.int32)
         einv = _inverse(eout) if plan.act_out else eout
         res = E.closure_rows(prim, cells, plan.acted, plan.act_out, code, _dev(ein),
-                             _dev(eout), _dev(einv), xs, dirs, *common)
+                             _dev(eout), _dev(einv), xs, dirs, *common,
+                             hooks=registered_hooks())
     return Rows(jax.device_get(res), ein, eout, xs, dirs, member, label,
                 plan.flavour is Flavour.LEFT)
 
@@ -1005,7 +1014,7 @@ def two_sample(ctx: Context, kind: str, flavour: Flavour, plan: Plan, salt: str)
     try:
         vals = E.probe_samples(ctx.prim, kind, plan.acted, plan.act_out, batch_shape, code,
                                _dev(ein), _dev(eout), _dev(einv), keys, _probe_inputs(ctx),
-                               _orientation_inputs(ctx))
+                               _orientation_inputs(ctx), hooks=registered_hooks())
     except jax.errors.ConcretizationTypeError as err:
         hook = {"initialisation": "reinitialise", "time": "random_call",
                 "data": "data_call"}[kind]

@@ -341,7 +341,8 @@ def _split(tree, k: int):
 
 
 @eqx.filter_jit(**JIT_OPTIONS)
-def relation_rows(prim, acted, act_out, code, ein, eout, xs, dirs, rho, rtol, atol):
+def relation_rows(prim, acted, act_out, code, ein, eout, xs, dirs, rho, rtol, atol,
+                  hooks=()):
     """Evaluate the algebraic relations on a batch of rows, one compiled program for all
     flavours and groups of a primitive (per input and element shapes).
 
@@ -356,7 +357,12 @@ def relation_rows(prim, acted, act_out, code, ein, eout, xs, dirs, rho, rtol, at
 
     Returns per row `violated` (persistent), `artefact` (vanished under perturbation),
     `err`, `tol`, `lhs`, `rhs`, `nonfinite`, and the shift scales `scale_in`, `scale_out`.
+
+    `hooks` (static, unused here) are the registered hook functions: a key of the
+    compilation cache, so that a hook registered or replaced after a check (in a
+    notebook, say) is the one the next check traces.
     """
+    del hooks
     f = as_function(prim)
     pts, size = _points(xs, dirs, rho)
     acted_t = (True,) * len(xs) if acted is None else acted
@@ -377,13 +383,15 @@ def relation_rows(prim, acted, act_out, code, ein, eout, xs, dirs, rho, rtol, at
 
 @eqx.filter_jit(**JIT_OPTIONS)
 def closure_rows(prim, cells, acted, act_out, code, ein, eout, eout_inv, xs, dirs, rho,
-                 rtol, atol):
+                 rtol, atol, hooks=()):
     """Evaluate closure relations $f_{g\\cdot θ} = g∘f_θ$ (L), $f_θ∘g$ (R),
     $g^{-1}∘f_θ∘g$ (E) on a batch of rows, θ moved by the `transport` hook.
 
     `cells`: static tuple of `(flavour, group)`; row b checks cell `code[b]`. One
-    compiled program covers all closure cells of a primitive.
+    compiled program covers all closure cells of a primitive. `hooks`: see
+    `relation_rows`.
     """
+    del hooks
     f = as_function(prim)
     flavours = [as_flavour(fl) for fl, _ in cells]
     is_left = jnp.isin(code, jnp.asarray([i for i, fl in enumerate(flavours)
@@ -589,7 +597,7 @@ def orientation_probe(rows: jax.Array) -> jax.Array:
 
 @eqx.filter_jit(**JIT_OPTIONS)
 def probe_samples(prim, kind, acted, act_out, batch_shape, code, ein, eout, eout_inv, keys,
-                  probe_inputs, orientation_inputs):
+                  probe_inputs, orientation_inputs, hooks=()):
     """Probe values of random functions, each transformed by its test's element.
 
     Test t (code 0 = L: g∘h, 1 = R: h∘g, 2 = E: g⁻¹∘h∘g, 3 = h itself) uses elements
@@ -599,7 +607,9 @@ def probe_samples(prim, kind, acted, act_out, batch_shape, code, ein, eout, eout
     each pair, and the `orientation_probe` at the first m of `orientation_inputs` (each
     argument's inputs stacked on a leading axis), m the real size of the output, when
     2 ≤ m ≤ ORIENTATION_INPUTS (else 0).
+    `hooks`: see `relation_rows`.
     """
+    del hooks
 
     def one(c, e1, e2, e3, key):
         h = random_function(prim, kind, key, batch_shape)
