@@ -5,7 +5,7 @@ from typing import ClassVar
 import jax
 import jax.numpy as jnp
 from jax import named_scope
-from jaxtyping import Array, Float
+from jaxtyping import Array, Float, Shaped
 
 from ...groups import Permutation
 from ...taxonomy import (AbstractLoss, DimensionRequired, Signature, Taxonomy, register,
@@ -13,39 +13,50 @@ from ...taxonomy import (AbstractLoss, DimensionRequired, Signature, Taxonomy, r
 from .._numerics import require_floating
 
 
-def cross_entropy(logits: Float[Array, "*b n"], target: Float[Array, "*b n"]
+def cross_entropy(logits: Float[Array, "*b n"], target: Shaped[Array, "*#b n"]
                   ) -> Float[Array, "*b"]:
     """$\\mathcal L(z, p) = -\\sum_i p_i \\log \\operatorname{softmax}(z)_i$, with
     $0 \\log 0 = 0$: a logit of −∞ where the target is 0 contributes nothing (not NaN).
 
-    `logits` and `target` are real floating arrays of one shape (..., n), the target a
-    distribution over the n classes (e.g. `jax.nn.one_hot(labels, n)`); integer class
-    indices are refused with a `TypeError` or `ValueError` that says so."""
-    _check_pair(logits, target, "cross_entropy")
+    `logits` is a real floating array of shape (..., n) and `target` a distribution over
+    the n classes broadcasting against it (e.g. `jax.nn.one_hot(labels, n)`; an integer
+    or boolean one-hot is cast to the logits' dtype); integer class indices are refused
+    with an error that says so."""
+    target = _check_pair(logits, target, "cross_entropy")
     log_p = jax.nn.log_softmax(logits, axis=-1)
     return -jnp.sum(target * jnp.where(target == 0, 0, log_p), axis=-1)
 
 
-def _check_pair(logits, target, who: str, name: str = "logits") -> None:
-    """Real floating `logits` (called `name`) and `target` of one shape (..., n), n the
-    class axis; an integer target, or one without the class axis, is named as class
-    indices."""
+def _check_pair(logits, target, who: str, name: str = "logits"):
+    """Real floating `logits` (called `name`) of shape (..., n), n the class axis, and a
+    `target` distribution over the classes that broadcasts against them without enlarging
+    them (an integer or boolean one-hot is cast to the logits' dtype); returns the target.
+    Integer class indices (the logits' shape without the class axis) are refused by name,
+    with the one-hot hint."""
     require_floating(logits, who, name)
     shape = logits.shape
-    expected = f"probabilities of the shape of `{name}`, (..., n) = {shape}"
+    expected = f"probabilities over the classes, broadcasting against `{name}` of shape {shape}"
     hint = "not class indices (use jax.nn.one_hot(labels, n))"
     if not hasattr(target, "dtype"):
         raise TypeError(f"{who}: `target` must be a real floating array of {expected}, got "
                         f"{type(target).__name__}.")
-    if jnp.issubdtype(target.dtype, jnp.integer) and target.shape != shape:
+    exact = jnp.issubdtype(target.dtype, jnp.integer) or jnp.issubdtype(target.dtype, jnp.bool_)
+    if exact and len(shape) and tuple(target.shape) == tuple(shape[:-1]):
         raise TypeError(f"{who}: `target` must be {expected}, {hint}; got an array of dtype "
                         f"{target.dtype} and shape {target.shape}.")
-    if target.ndim == len(shape) - 1 and target.shape == shape[:-1]:
-        raise ValueError(f"{who}: `target` must be {expected}, {hint}; got shape "
-                         f"{target.shape}, which lacks the class axis.")
+    if exact:
+        target = target.astype(logits.dtype)
     require_floating(target, who, "target")
-    if target.shape != shape:
-        raise ValueError(f"{who}: `target` must be {expected}, got shape {target.shape}.")
+    try:
+        fits = jnp.broadcast_shapes(tuple(target.shape), tuple(shape)) == tuple(shape)
+    except ValueError:
+        fits = False
+    if not fits:
+        lacks = len(shape) and tuple(target.shape) == tuple(shape[:-1])
+        raise ValueError(f"{who}: `target` must be {expected}"
+                         + (f", {hint}; got shape {target.shape}, which lacks the class axis."
+                            if lacks else f", got shape {target.shape}."))
+    return target
 
 
 @register(family="loss", formula="−Σᵢ pᵢ log softmax(z)ᵢ",
@@ -64,9 +75,9 @@ class CrossEntropy(AbstractLoss):
     )
 
     @named_scope("taxdl.CrossEntropy")
-    def __call__(self, prediction: Float[Array, " n"], target: Float[Array, " n"]
+    def __call__(self, prediction: Float[Array, " n"], target: Shaped[Array, "*#n"]
                  ) -> Float[Array, ""]:
-        _check_pair(prediction, target, "CrossEntropy", "prediction")
+        target = _check_pair(prediction, target, "CrossEntropy", "prediction")
         return cross_entropy(prediction, target)
 
 
