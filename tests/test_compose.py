@@ -677,10 +677,10 @@ def test_rays_rule_needs_every_ray_kept():
 
 
 @pytest.mark.parametrize("make", [
-    tnn.IsotropicTanh, tnn.IsotropicLeakyReLU, tnn.IsotropicSoftLeakyReLU, tnn.Squash,
+    tnn.IsotropicTanh, tnn.IsotropicLeakyReLU, tnn.IsotropicSoftLeakyReLU,
     lambda: tnn.IsotropicSinusoid(-0.9), tnn.IsotropicSinusoid,
     lambda: tnn.IsotropicSinusoid(3.0), lambda: tnn.IsotropicSinusoid(4.6),
-], ids=["IsotropicTanh", "IsotropicLeakyReLU", "IsotropicSoftLeakyReLU", "Squash",
+], ids=["IsotropicTanh", "IsotropicLeakyReLU", "IsotropicSoftLeakyReLU",
         "IsotropicSinusoid(-0.9)", "IsotropicSinusoid(1)", "IsotropicSinusoid(3)",
         "IsotropicSinusoid(4.6)"])
 def test_activations_declared_to_map_rays_into_rays_do(make):
@@ -717,13 +717,53 @@ def test_isotropic_sinusoid_maps_rays_exactly_where_its_radial_function_is_posit
     assert bool(sigma.min() > 0) == (keeps or lam == -1.0)
 
 
+@pytest.mark.parametrize("make, keeps, tiny", [
+    (tnn.Squash, False, 1e-20),                                   # c = r/(1 + r²) → 0
+    (lambda: tnn.IsotropicLeakyReLU(alpha=1e-30), False, 1e-9),   # c = α underflows
+    (lambda: tnn.IsotropicSoftLeakyReLU(alpha=1e-30), False, 1e-9),
+    (lambda: tnn.IsotropicLeakyReLU(alpha=1e-6), True, 1e-30),
+])
+def test_maps_whose_rays_round_to_zero_do_not_keep_rays(make, keeps, tiny):
+    """f(x) = c(x)·x keeps each ray only while c(x)·x does not round to 0: squash's
+    c → 0 at the origin (f = 0 in float32 at ‖x‖ = 1e-20, so a normaliser after it is not
+    scale-invariant there), and a leaky slope of 1e-30 underflows at ‖x‖ = 1e-9; a slope
+    of at least 1e-6 keeps rays down to the checked magnitudes."""
+    prim = make()
+    assert taxdl.taxonomy.keeps_rays(prim) is keeps
+    x = np.array([0.3, -0.5, 0.2, 0.7])
+    y = np.asarray(prim(jnp.asarray(tiny * x / np.linalg.norm(x), jnp.float32)))
+    assert bool(np.any(y != 0)) == keeps
+    model = tnn.Sequential([prim, tnn.ScalarLayerNorm(4)])
+    positive = same_group(taxdl.taxonomy(model).algebraic.R.group, ScaleShift(positive=True))
+    assert positive is keeps
+
+
+def test_a_residual_of_a_map_keeping_rays_keeps_rays():
+    """x + c(x)·x = (1 + c(x))·x: a residual around isotropic tanh keeps rays, so an
+    RMSNorm after it makes the chain scale-invariant on the right (float64 NumPy:
+    RMSNorm(x + tanh(r)x̂) at x and at s·x)."""
+    model = tnn.Sequential([tnn.Residual(tnn.IsotropicTanh()), tnn.RMSNorm(N)])
+    assert same_group(taxdl.taxonomy(model).algebraic.R.group, Scaling(positive=True))
+
+    def f(x):
+        r = np.linalg.norm(x)
+        y = x + np.tanh(r) * x / r
+        return y / np.sqrt(np.mean(y * y))
+
+    rng = np.random.default_rng(5)
+    for _ in range(20):
+        x, s = rng.standard_normal(N), float(np.exp(rng.uniform(-5, 5)))
+        np.testing.assert_allclose(f(s * x), f(x), rtol=1e-12)
+    assert check(model, n=N, examples=4, generations=("algebraic",)).passed
+
+
 def test_a_scale_invariant_part_after_a_map_keeping_rays_is_that_part():
     # p(x) = c(x)·x, c > 0 (isotropic tanh), then q with q(cy) = q(y) for c > 0 (LayerNorm
     # with scalar γ, β): q∘p = q, so the pair has all of q's cells, algebraic R
     # (ℝ×₊,+λ1) included, not only the ℝ×₊ of the rays rule
     q = tnn.ScalarLayerNorm(4)
     for p in (tnn.IsotropicTanh(), tnn.IsotropicSinusoid(),
-              tnn.Sequential([tnn.Squash(), tnn.IsotropicSinusoid(3.0)])):
+              tnn.Sequential([tnn.IsotropicLeakyReLU(), tnn.IsotropicSinusoid(3.0)])):
         model = tnn.Sequential([p, q])
         assert cells(model) == cells(q), type(p).__name__
         assert check(model, n=4, examples=4, generations=("algebraic",)).passed

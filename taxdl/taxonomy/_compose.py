@@ -907,8 +907,12 @@ def residual(inner: Part) -> Part:
             found = [g for g in found if not isinstance(g, Trivial)]
             direct[(gen, fl)] = tuple(_maximal(found)) or _TRIVIAL
             cells[(gen, fl)] = tuple(_maximal(_joins(found))) or _TRIVIAL
-    return Part(cells, inner.in_dim, inner.out_dim, f"x + {inner.name}(x)", inner.parameters,
-                direct)
+    whole = Part(cells, inner.in_dim, inner.out_dim, f"x + {inner.name}(x)",
+                 inner.parameters, direct)
+    # h(x) = c(x)·x with c > 0 gives x + h(x) = (1 + c(x))·x, 1 + c ≥ 1: rays kept (and
+    # never rounded away)
+    return dataclasses.replace(whole, rays=_rays(whole, inner.keeps_rays),
+                               keeps_rays=inner.keeps_rays)
 
 
 def covers(groups: Sequence[AbstractGroup], group: AbstractGroup) -> bool:

@@ -283,10 +283,25 @@ class Squash(AbstractActivation):
         return F.squash(x)
 
 
-# σ(r) > 0 for every r > 0: each ray goes into itself (for the composition rules)
-for _cls in (IsotropicTanh, IsotropicLeakyReLU, IsotropicSoftLeakyReLU, Squash):
-    keeps_rays.register(_cls)(lambda _: True)
-    maps_rays.register(_cls)(lambda _: True)
+# σ(r) > 0 for every r > 0: each ray goes into itself (for the composition rules), as
+# long as f(x) = c(x)·x does not round to 0. Isotropic tanh has c → 1 at the origin.
+# Squash is left out: c = r/(1 + r²) → 0 there, and in float32 f(x) is 0 below
+# ‖x‖ ≈ 1e-19, so those inputs lose their ray (as the sinusoid at λ = −1 below).
+keeps_rays.register(IsotropicTanh)(lambda _: True)
+maps_rays.register(IsotropicTanh)(lambda _: True)
+
+LEAKY_RAYS_ALPHA = 1e-6
+"""The smallest leaky slope α for which the leaky forms count as keeping rays: their
+c(x) → α at the origin, and αx rounds to 0 only below ‖x‖ ≈ 1e-32 in float32 (the
+smallest normal number over α), beyond the magnitudes checks reach (1e-30)."""
+
+
+@keeps_rays.register(IsotropicLeakyReLU)
+@maps_rays.register(IsotropicLeakyReLU)
+@keeps_rays.register(IsotropicSoftLeakyReLU)
+@maps_rays.register(IsotropicSoftLeakyReLU)
+def _(a) -> bool:
+    return a.alpha >= LEAKY_RAYS_ALPHA
 
 
 @keeps_rays.register(IsotropicSinusoid)
