@@ -45,7 +45,8 @@ from taxdl.taxonomy import (
     signature,
     transport,
 )
-from taxdl.taxonomy._compose import Part, _joins, _linear_part, _meets, compose, residual
+from taxdl.taxonomy._compose import (Part, _joins, _linear_part, _meets, compose, part,
+                                     residual)
 from taxdl.testing import SymmetryViolation, check
 
 N = 6
@@ -798,3 +799,26 @@ def test_a_map_keeping_rays_only_up_to_sign_does_not_vanish_before_a_normaliser(
     keeping = dataclasses.replace(homogeneous, keeps_rays=True)
     assert same_group(compose(outer, keeping).get(Generation.ALGEBRAIC, Flavour.RIGHT)[0],
                       ScaleShift(positive=True))
+
+
+def test_parts_whose_fields_do_not_chain_are_refused():
+    """A complex output cannot feed a real part (nor a real output a complex one): refused
+    when the chain is built, naming both parts; complex → Bloch (ℂ² → ℝ³) → real chains."""
+    with pytest.raises(ValueError, match=r"part 1 \(Linear\) takes real vectors, but part "
+                                         r"0 \(UnitaryIsotropic\) outputs complex ones"):
+        tnn.Sequential([tnn.UnitaryIsotropic(), lin(4, 4)])
+    with pytest.raises(ValueError, match=r"part 1 \(UnitaryIsotropic\) takes complex "
+                                         r"vectors, but part 0 \(Linear\) outputs real ones"):
+        tnn.Sequential([lin(4, 4), tnn.UnitaryIsotropic()])
+    inner, outer = part(tnn.UnitaryIsotropic(), 4), part(lin(4, 4), 4)
+    with pytest.raises(ValueError, match="UnitaryIsotropic outputs complex vectors but "
+                                         "Linear takes real ones"):
+        compose(outer, inner)
+    model = tnn.Sequential([tnn.UnitaryIsotropic(), tnn.Bloch(), tnn.IsotropicTanh()])
+    z = jnp.asarray([0.3 + 0.1j, -0.2 + 0.4j], jnp.complex64)
+    assert model(z).shape == (3,) and not jnp.iscomplexobj(model(z))
+
+
+def test_sequential_names_a_layers_argument_that_is_not_a_sequence():
+    with pytest.raises(TypeError, match="`layers` must be a sequence of primitives, got ReLU"):
+        tnn.Sequential(tnn.ReLU())

@@ -589,6 +589,8 @@ class Part:
     - `keeps_rays`: every member maps each open ray into itself, $f(x) = c(x)\\,x$ with
       $c(x) > 0$ for $x \\ne 0$ and $f(0) = 0$ (see
       [`keeps_rays`][taxdl.taxonomy.keeps_rays]); a chain of such maps is one too.
+    - `in_field`, `out_field`: `"real"` or `"complex"` vectors in and out (None when not
+      known, for a dimension-free part): a chain needs them to match.
     """
 
     cells: Any
@@ -601,6 +603,8 @@ class Part:
     fixed: bool = False
     rays: frozenset = frozenset()
     keeps_rays: bool = False
+    in_field: str | None = None
+    out_field: str | None = None
 
     @property
     def square(self) -> bool:
@@ -730,8 +734,9 @@ def part(obj: Any, in_dim: int | None = None) -> Part:
     whole = Part(cells, d, out.shape[0], name, params, core=_core_path(obj, d, out.shape[0]))
     # f(x) = c(x)·x needs a map of a space to itself
     keeps = bool(keeps_rays(obj)) and out.shape[0] == d
+    out_field = "complex" if jnp.issubdtype(out.dtype, jnp.complexfloating) else "real"
     return dataclasses.replace(whole, rays=_rays(whole, keeps or bool(maps_rays(obj))),
-                               keeps_rays=keeps)
+                               keeps_rays=keeps, in_field=sig.field, out_field=out_field)
 
 
 def _core_path(obj, d: int, out_d: int) -> CorePath | None:
@@ -780,6 +785,11 @@ def _scalar_cells(groups) -> tuple[AbstractGroup, ...]:
 def compose(outer: Part, inner: Part) -> Part:
     """The part for $f = \\text{outer} \\circ \\text{inner}$ by the chain rules
     ([`RULES`][taxdl.taxonomy.RULES])."""
+    if inner.out_field and outer.in_field and inner.out_field != outer.in_field:
+        raise ValueError(
+            f"cannot compose: {inner.name or 'the inner part'} outputs {inner.out_field} "
+            f"vectors but {outer.name or 'the outer part'} takes {outer.in_field} ones."
+        )
     if inner.out_dim is not None and outer.in_dim is not None and inner.out_dim != outer.in_dim:
         raise ValueError(
             f"cannot compose: {inner.name or 'the inner part'} outputs dimension "
@@ -830,7 +840,9 @@ def compose(outer: Part, inner: Part) -> Part:
     return dataclasses.replace(whole, rays=_rays(
         whole, through=pointwise and ALGEBRAIC in inner.rays,
         through_in_law=pointwise and PROBABILISTIC in inner.rays),
-        keeps_rays=outer.keeps_rays and inner.keeps_rays)
+        keeps_rays=outer.keeps_rays and inner.keeps_rays,
+        in_field=inner.in_field or (outer.in_field if inner.out_field is None else None),
+        out_field=outer.out_field or (inner.out_field if outer.in_field is None else None))
 
 
 def collapses(outer: Part, inner: Part) -> bool:
@@ -912,7 +924,8 @@ def residual(inner: Part) -> Part:
     # h(x) = c(x)·x with c > 0 gives x + h(x) = (1 + c(x))·x, 1 + c ≥ 1: rays kept (and
     # never rounded away)
     return dataclasses.replace(whole, rays=_rays(whole, inner.keeps_rays),
-                               keeps_rays=inner.keeps_rays)
+                               keeps_rays=inner.keeps_rays, in_field=inner.in_field,
+                               out_field=inner.out_field)
 
 
 def covers(groups: Sequence[AbstractGroup], group: AbstractGroup) -> bool:
@@ -951,6 +964,12 @@ def _pass(layers, in_dim):
             p = part(layer, d)
         except ValueError as err:
             raise ValueError(f"part {i} ({type(layer).__name__}): {err}") from None
+        previous = parts[-1] if parts else None
+        if previous is not None and previous.out_field and p.in_field \
+                and previous.out_field != p.in_field:
+            raise ValueError(f"part {i} ({type(layer).__name__}) takes {p.in_field} vectors, "
+                             f"but part {i - 1} ({previous.name}) outputs {previous.out_field} "
+                             "ones.")
         parts.append(p)
         if p.out_dim is not None:
             d = p.out_dim

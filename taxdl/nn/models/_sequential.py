@@ -96,7 +96,11 @@ class Sequential(AbstractPrimitive):
     layers: tuple[Any, ...]
 
     def __init__(self, layers: Iterable[Any], *, check_fit: bool = True):
-        layers = tuple(layers)
+        try:
+            layers = tuple(layers)
+        except TypeError:
+            raise TypeError(f"Sequential: `layers` must be a sequence of primitives, got "
+                            f"{type(layers).__name__}; wrap a single part in a list.") from None
         if not layers:
             raise ValueError("Sequential needs at least one layer.")
         _check_tagged(layers, "Sequential")
