@@ -819,6 +819,6 @@ def test_parts_whose_fields_do_not_chain_are_refused():
     assert model(z).shape == (3,) and not jnp.iscomplexobj(model(z))
 
 
-def test_sequential_names_a_layers_argument_that_is_not_a_sequence():
+def test_sequential_names_a_layers_argument_that_is_not_a_sequence(library_checks_only):
     with pytest.raises(TypeError, match="`layers` must be a sequence of primitives, got ReLU"):
         tnn.Sequential(tnn.ReLU())
