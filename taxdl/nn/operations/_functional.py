@@ -509,6 +509,15 @@ def _check_unbatched(x, who: str) -> int:
     return x.shape[0]
 
 
+def _heads(weight, name: str, axes: str, n: int, who: str) -> tuple[int, int]:
+    """The two leading sizes of a per-head input weight of shape (h, ·, n) for an input
+    of size n; otherwise a `ValueError` naming it."""
+    if jnp.ndim(weight) != 3 or jnp.shape(weight)[2] != n:
+        raise ValueError(f"{who}: `{name}` must be of shape ({axes}, n) = ({axes}, {n}) for "
+                         f"`x` of shape ({n},), got shape {jnp.shape(weight)}.")
+    return tuple(jnp.shape(weight)[:2])
+
+
 def multi_head_sum(x: Float[Array, " n"], weight: Float[Array, "h m n"],
                    bias: Float[Array, "h m"], activation) -> Float[Array, " m"]:
     """Multi-headed layer $\\sum_j f(W^j x + b^j)$ (isotropic paper eq 69).
@@ -517,11 +526,7 @@ def multi_head_sum(x: Float[Array, " n"], weight: Float[Array, "h m n"],
     passes to the output.
     """
     who = "multi_head_sum"
-    n = _check_unbatched(x, who)
-    if jnp.ndim(weight) != 3 or jnp.shape(weight)[2] != n:
-        raise ValueError(f"{who}: `weight` must be of shape (h, m, n) = (h, m, {n}) for `x` "
-                         f"of shape ({n},), got shape {jnp.shape(weight)}.")
-    h, m, _ = jnp.shape(weight)
+    h, m = _heads(weight, "weight", "h, m", _check_unbatched(x, who), who)
     _check_fits(bias, "bias", (h, m), who, f"of shape (h, m) = ({h}, {m})")
     pre = jnp.einsum("hmn,n->hm", weight, x) + bias
     return jnp.sum(jax.vmap(activation)(pre), axis=0)
@@ -536,11 +541,7 @@ def multi_head_affine_sum(x: Float[Array, " n"], w_in: Float[Array, "h k n"],
     **Symmetry:** the output and input maps absorb GL on either side.
     """
     who = "multi_head_affine_sum"
-    n = _check_unbatched(x, who)
-    if jnp.ndim(w_in) != 3 or jnp.shape(w_in)[2] != n:
-        raise ValueError(f"{who}: `w_in` must be of shape (h, k, n) = (h, k, {n}) for `x` of "
-                         f"shape ({n},), got shape {jnp.shape(w_in)}.")
-    h, k, _ = jnp.shape(w_in)
+    h, k = _heads(w_in, "w_in", "h, k", _check_unbatched(x, who), who)
     if jnp.ndim(w_out) != 3 or jnp.shape(w_out)[0] != h or jnp.shape(w_out)[2] != k:
         raise ValueError(f"{who}: `w_out` must be of shape (h, m, k) = ({h}, m, {k}) for "
                          f"`w_in` of shape {jnp.shape(w_in)}, got shape {jnp.shape(w_out)}.")
