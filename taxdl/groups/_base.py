@@ -454,36 +454,41 @@ def householder_q(z: Array, with_det: bool = False):
     Used for n ≤ `HOUSEHOLDER_MAX_N`: group samples are batches of many small matrices,
     for which a batched LAPACK factorisation is split over the CPU thread pool, and two
     such factorisations in one program (a Lorentz boost's two rotations, say) can
-    deadlock that pool on a machine with few cores (jax 0.10). Written out, the
-    factorisation is a handful of fused elementwise and reduction passes per column and
-    runs unchanged on any backend. With `with_det`, also det Q (±1 for real z; each
-    reflection contributes −1, each column's phase its own)."""
+    deadlock that pool on a machine with few cores (jax 0.10). Written out (a loop over
+    the columns, compiled once whatever n), the factorisation is a handful of fused
+    elementwise and reduction passes per column and runs unchanged on any backend.
+    With `with_det`, also det Q (±1 for real z; each reflection contributes −1, each
+    column's phase its own)."""
     n = z.shape[-1]
-    a = z
-    q = jnp.broadcast_to(jnp.eye(n, dtype=z.dtype), z.shape)
-    flips = []
-    det = jnp.ones(z.shape[:1], z.dtype)
-    for k in range(n):
-        x = a[:, k:, k]
+    rows = jnp.arange(n)
+
+    def reflect(k, carry):
+        a, q, det, flips = carry
+        col = jax.lax.dynamic_index_in_dim(a, k, axis=-1, keepdims=False)
+        x = jnp.where(rows >= k, col, 0)  # the column from row k down
         norm = jnp.sqrt(jnp.sum(jnp.real(x * jnp.conj(x)), axis=-1))
-        mag0 = jnp.abs(x[:, 0])
-        # the unit phase of x₀ (1 at x₀ = 0): v = x + phase‖x‖e₁ avoids cancellation, and
-        # H = I − 2vv*/(v*v) maps x to −phase‖x‖e₁
-        phase = jnp.where(mag0 > 0, x[:, 0] / jnp.where(mag0 > 0, mag0, 1).astype(z.dtype),
+        x0 = jax.lax.dynamic_index_in_dim(col, k, axis=-1, keepdims=False)
+        mag0 = jnp.abs(x0)
+        # the unit phase of x_k (1 at x_k = 0): v = x + phase‖x‖e_k avoids cancellation,
+        # and H = I − 2vv*/(v*v) maps x to −phase‖x‖e_k
+        phase = jnp.where(mag0 > 0, x0 / jnp.where(mag0 > 0, mag0, 1).astype(z.dtype),
                           jnp.ones((), z.dtype))
-        v = x.at[:, 0].add(phase * norm.astype(z.dtype))
+        v = x + jnp.where(rows == k, (phase * norm.astype(z.dtype))[:, None], 0)
         vv = jnp.sum(jnp.real(v * jnp.conj(v)), axis=-1)
         beta = jnp.where(vv > 0, 2 / jnp.where(vv > 0, vv, 1), 0).astype(z.dtype)
-        rows = a[:, k:, :]
-        w = jnp.einsum("bi,bij->bj", jnp.conj(v), rows)
-        a = a.at[:, k:, :].set(rows - beta[:, None, None] * v[:, :, None] * w[:, None, :])
-        cols = q[:, :, k:]
-        u = jnp.einsum("bij,bj->bi", cols, v)
-        q = q.at[:, :, k:].set(cols - beta[:, None, None] * u[:, :, None]
-                               * jnp.conj(v)[:, None, :])
-        flips.append(-phase)  # R_kk = −phase‖x‖: multiply column k of Q by its phase
+        w = jnp.einsum("bi,bij->bj", jnp.conj(v), a)
+        a = a - beta[:, None, None] * v[:, :, None] * w[:, None, :]
+        u = jnp.einsum("bij,bj->bi", q, v)
+        q = q - beta[:, None, None] * u[:, :, None] * jnp.conj(v)[:, None, :]
+        # R_kk = −phase‖x‖: column k of Q is multiplied by −phase at the end
+        flips = jnp.where(rows == k, -phase[:, None], flips)
         det = det * jnp.where(vv > 0, phase, -phase)  # det H = −1 (1 when H = I)
-    q = q * jnp.stack(flips, axis=-1)[:, None, :]
+        return a, q, det, flips
+
+    start = (z, jnp.broadcast_to(jnp.eye(n, dtype=z.dtype), z.shape),
+             jnp.ones(z.shape[:1], z.dtype), jnp.ones(z.shape[:2], z.dtype))
+    _, q, det, flips = jax.lax.fori_loop(0, n, reflect, start)
+    q = q * flips[:, None, :]
     return (q, det) if with_det else q
 
 
