@@ -96,9 +96,11 @@ def _finite_score(score: Any) -> np.ndarray:
     if s.ndim != 2 or s.shape[0] != s.shape[1]:
         raise ValueError(f"`score` must be a square matrix, got shape {s.shape}.")
     if not np.all(np.isfinite(s)):
-        raise ValueError("`score` must be finite; it holds NaN or infinite entries (a "
-                         "diverged model?).")
+        raise ValueError(_NOT_FINITE)
     return s
+
+
+_NOT_FINITE = "`score` must be finite; it holds NaN or infinite entries (a diverged model?)."
 
 
 _ENUMERATED = 8  # Dₙ by enumeration of the n! permutations up to this n
@@ -402,8 +404,7 @@ def _enumerated_element(reference, model, site: int, dim: int, group, dtype
             value = float(_objective(reference, _apply_hidden(
                 model, site, jnp.asarray(p, dtype), group)))
             if not np.isfinite(value):
-                raise ValueError("`score` must be finite; it holds NaN or infinite entries "
-                                 "(a diverged model?).")
+                raise ValueError(_NOT_FINITE)
             if value > best_value:
                 best, best_value = p, value
     return best

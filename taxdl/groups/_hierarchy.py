@@ -610,14 +610,16 @@ def _is_subgroup(a: AbstractGroup, b: AbstractGroup) -> bool:
             and ((b.scales and not b.positive) or (not b.scales and b.signs))):
         return True   # a sign per coordinate: blocks of one with signs (the shifts are
         # not an edge: ℤ₂ⁿ's supergroups would then include groups with translations)
-    rotated_cones = _extra_class("RotatedConeGroup")
-    if isinstance(a, BlockPermutation) and isinstance(b, rotated_cones) and a.block == b.cone_dim:
-        return True   # permuting blocks, and coordinates within a block (fixing its
-        # all-ones axis, orthogonally): block permutations and O(S − 1) rotations
-    if (isinstance(a, Scaling) and a.positive and isinstance(b, (ConeGroup, rotated_cones))
-            and b.scalings):
-        return True   # cI, c > 0: the same positive scaling of every cone (not an edge:
-        # ℝ×₊'s supergroups would then all be cone groups)
+    if isinstance(a, (BlockPermutation, Scaling)):
+        rotated_cones = _extra_class("RotatedConeGroup")
+        if (isinstance(a, BlockPermutation) and isinstance(b, rotated_cones)
+                and a.block == b.cone_dim):
+            return True   # permuting blocks, and coordinates within a block (fixing its
+            # all-ones axis, orthogonally): block permutations and O(S − 1) rotations
+        if (isinstance(a, Scaling) and a.positive
+                and isinstance(b, (ConeGroup, rotated_cones)) and b.scalings):
+            return True   # cI, c > 0: the same positive scaling of every cone (not an
+            # edge: ℝ×₊'s supergroups would then all be cone groups)
     if _in_plane_lattice_group(a, b):
         return True
     # Walk the single families above `a` (a product above it, such as ℝ×₊ × a, is

@@ -338,7 +338,7 @@ def normalise_by_global_norm(eps: ArrayLike = 1e-8) -> optax.GradientTransformat
     eps = _check_nonneg(eps, "eps", "normalise_by_global_norm")
 
     def init_fn(params):
-        params = _check_inexact(params, "params", "normalise_by_global_norm")
+        _check_inexact(params, "params", "normalise_by_global_norm")
         return optax.EmptyState()
 
     def update_fn(updates, state, params=None):
@@ -388,7 +388,7 @@ def _clip_by_global_norm(max_norm: float, who: str) -> optax.GradientTransformat
     overflow their own dtype are still clipped to norm `c` (stateless)."""
 
     def init_fn(params):
-        params = _check_inexact(params, "params", who)
+        _check_inexact(params, "params", who)
         return optax.EmptyState()
 
     def update_fn(updates, state, params=None):

@@ -41,9 +41,9 @@ from ...taxonomy import (
 )
 from ..._types import (check_bool, check_callable, check_float_dtype, check_int,
                         resolve_inference)
-from .._numerics import compute_dtype, power_of_two_near, require_real
+from .._numerics import compute_dtype, require_real
 from ..normalisers._checks import check_momentum
-from ..normalisers._stateful import _debias, _gaussian_batch
+from ..normalisers._stateful import _debias, _gaussian_batch, _scaled_batch_mean
 from ._gmp_functional import (
     direction_columns,
     gmp_angles,
@@ -737,13 +737,13 @@ class InputMeanNorm(AbstractNormaliser, eqx.nn.StatefulLayer):
 
 
 def _overflow_free_batch_mean(x, axis_name):
-    """The mean over the named batch axis, overflow-free: each coordinate is divided by a
-    power of two near its largest magnitude over the batch (exact) before the sum, which
-    is taken in `compute_dtype` (float32 for half precisions); in float16 a batch of 256
-    values near 600 would otherwise sum to ∞."""
-    work = x.astype(compute_dtype(x.dtype))
-    big = power_of_two_near(jax.lax.pmax(jax.lax.stop_gradient(jnp.abs(work)), axis_name))
-    return jax.lax.pmean(work / big, axis_name) * big
+    """The mean over the named batch axis, overflow-free: each coordinate scaled by a
+    power of two near its largest magnitude over the batch (exact) before the sum, taken
+    in `compute_dtype` (float32 for half precisions); in float16 a batch of 256 values
+    near 600 would otherwise sum to ∞."""
+    mean_u, big = _scaled_batch_mean(x.astype(compute_dtype(x.dtype)), axis_name,
+                                     lambda a: a)
+    return mean_u * big
 
 
 _IMN_TAXONOMY = Taxonomy(

@@ -41,7 +41,8 @@ def _check_pair(logits, target, who: str, name: str = "logits"):
         raise TypeError(f"{who}: `target` must be a real floating array of {expected}, got "
                         f"{type(target).__name__}.")
     exact = jnp.issubdtype(target.dtype, jnp.integer) or jnp.issubdtype(target.dtype, jnp.bool_)
-    if exact and len(shape) and tuple(target.shape) == tuple(shape[:-1]):
+    lacks = bool(shape) and tuple(target.shape) == tuple(shape[:-1])  # no class axis
+    if exact and lacks:
         raise TypeError(f"{who}: `target` must be {expected}, {hint}; got an array of dtype "
                         f"{target.dtype} and shape {target.shape}.")
     if exact:
@@ -52,7 +53,6 @@ def _check_pair(logits, target, who: str, name: str = "logits"):
     except ValueError:
         fits = False
     if not fits:
-        lacks = len(shape) and tuple(target.shape) == tuple(shape[:-1])
         raise ValueError(f"{who}: `target` must be {expected}"
                          + (f", {hint}; got shape {target.shape}, which lacks the class axis."
                             if lacks else f", got shape {target.shape}."))

@@ -43,19 +43,21 @@ def check_channels(x, n: int, who: str) -> None:
     _check_floating(x, who)
 
 
-def check_fits(value, name: str, x_shape, who: str, expected: str) -> None:
+def check_fits(value, name: str, x_shape, who: str, expected: str,
+               against: str = "`x` of shape") -> None:
     """A parameter or statistic (γ, β, μ, …) that broadcasts against an input of shape
     `x_shape` without enlarging it; otherwise a `ValueError` naming it, with `expected`
-    (the shape the primitive uses, e.g. "a scalar or of shape (4,)") and the shape given.
-    Only static shapes are read, so the check is free under `jax.jit`."""
+    (the shape the primitive uses, e.g. "a scalar or of shape (4,)"), what it broadcasts
+    against (`against`, followed by `x_shape`) and the shape given. Only static shapes
+    are read, so the check is free under `jax.jit`."""
     shape, x_shape = tuple(jnp.shape(value)), tuple(x_shape)
     try:
         ok = jnp.broadcast_shapes(shape, x_shape) == x_shape
     except ValueError:
         ok = False
     if not ok:
-        raise ValueError(f"{who}: `{name}` must be {expected}, broadcasting against `x` of "
-                         f"shape {x_shape}, got shape {shape}.")
+        raise ValueError(f"{who}: `{name}` must be {expected}, broadcasting against "
+                         f"{against} {x_shape}, got shape {shape}.")
 
 
 def check_per_feature(x, who: str, **parameters) -> None:

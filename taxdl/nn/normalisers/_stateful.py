@@ -85,6 +85,15 @@ def _debias(hidden, count, momentum):
     return hidden / scale
 
 
+def _scaled_batch_mean(x, axis_name, reduce):
+    """(μ/m, m): the batch mean over the named axis divided by m, a power of two near the
+    batch's largest |x| (`reduce` = `jnp.max` for one scale, identity for one per
+    coordinate; gradient stopped), so that the sum cannot overflow."""
+    big = jax.lax.pmax(jax.lax.stop_gradient(reduce(jnp.abs(x))), axis_name)
+    big = power_of_two_near(big)
+    return jax.lax.pmean(x / big, axis_name), big
+
+
 def _batch_centre(x, axis_name, reduce):
     """Batch mean over the named axis and the centred example, overflow-safe: returns
     (μ, (x − μ)/m, m) with m the batch's largest |x − μ| (`reduce` = `jnp.max` for one
@@ -95,9 +104,7 @@ def _batch_centre(x, axis_name, reduce):
     `_functional`); the test is exact, so any genuine spread is kept. Computed in
     `compute_dtype` (float32 for half precisions)."""
     x = x.astype(compute_dtype(x.dtype))
-    big = jax.lax.pmax(jax.lax.stop_gradient(reduce(jnp.abs(x))), axis_name)
-    big = power_of_two_near(big)
-    mean_u = jax.lax.pmean(x / big, axis_name)
+    mean_u, big = _scaled_batch_mean(x, axis_name, reduce)
     xs = jax.lax.stop_gradient(x)
     constant = jax.lax.pmax(xs, axis_name) == jax.lax.pmin(xs, axis_name)
     if reduce is jnp.max:

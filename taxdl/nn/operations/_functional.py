@@ -17,6 +17,7 @@ from ..._types import check_real
 from .._numerics import (_power_of_two_scale, all_rows, compute_dtype, exp2_int, inverse_or_zero,
                          materialise, power_of_two_near, require_floating, sqrt_or_zero)
 from ..activations._functional import isotropic_tanh
+from ..normalisers._checks import check_fits
 
 
 TRUSTED = 2.0 ** 40
@@ -356,19 +357,6 @@ def _box_clip_jvp(bound, primals, tangents):
         x, bound, jnp.max(jnp.abs(x), axis=-1, keepdims=True)), primals, tangents)
 
 
-def _check_fits(value, name: str, shape, who: str, expected: str) -> None:
-    """`value` broadcasting against an array of shape `shape` without enlarging it;
-    otherwise a `ValueError` naming it and `expected` (static shapes only)."""
-    given = tuple(jnp.shape(value))
-    try:
-        ok = jnp.broadcast_shapes(given, tuple(shape)) == tuple(shape)
-    except ValueError:
-        ok = False
-    if not ok:
-        raise ValueError(f"{who}: `{name}` must be {expected}, broadcasting against shape "
-                         f"{tuple(shape)}, got shape {given}.")
-
-
 def rotated_dropout(x: Float[Array, "*b n"], basis: Float[Array, "n n"],
                     keep: Float[Array, "*#b n"], rate: float) -> Float[Array, "*b n"]:
     """Dropout in the basis given by the rows of `basis` (isotropic paper eq 66):
@@ -388,7 +376,7 @@ def rotated_dropout(x: Float[Array, "*b n"], basis: Float[Array, "n n"],
     if basis.shape != (n, n):
         raise ValueError(f"{who}: `basis` must be of shape (n, n) = ({n}, {n}) for `x` of "
                          f"shape {x.shape}, got shape {basis.shape}.")
-    _check_fits(keep, "keep", x.shape, who, f"of shape (..., {n})")
+    check_fits(keep, "keep", x.shape, who, f"of shape (..., {n})")
     work = compute_dtype(x.dtype)
     basis = basis.astype(work)
     y = jnp.einsum("ij,...j->...i", basis, x.astype(work))
@@ -527,7 +515,7 @@ def multi_head_sum(x: Float[Array, " n"], weight: Float[Array, "h m n"],
     """
     who = "multi_head_sum"
     h, m = _heads(weight, "weight", "h, m", _check_unbatched(x, who), who)
-    _check_fits(bias, "bias", (h, m), who, f"of shape (h, m) = ({h}, {m})")
+    check_fits(bias, "bias", (h, m), who, f"of shape (h, m) = ({h}, {m})", "shape")
     pre = jnp.einsum("hmn,n->hm", weight, x) + bias
     return jnp.sum(jax.vmap(activation)(pre), axis=0)
 
@@ -546,7 +534,7 @@ def multi_head_affine_sum(x: Float[Array, " n"], w_in: Float[Array, "h k n"],
         raise ValueError(f"{who}: `w_out` must be of shape (h, m, k) = ({h}, m, {k}) for "
                          f"`w_in` of shape {jnp.shape(w_in)}, got shape {jnp.shape(w_out)}.")
     m = jnp.shape(w_out)[1]
-    _check_fits(b_in, "b_in", (h, k), who, f"of shape (h, k) = ({h}, {k})")
-    _check_fits(b_out, "b_out", (h, m), who, f"of shape (h, m) = ({h}, {m})")
+    check_fits(b_in, "b_in", (h, k), who, f"of shape (h, k) = ({h}, {k})", "shape")
+    check_fits(b_out, "b_out", (h, m), who, f"of shape (h, m) = ({h}, {m})", "shape")
     hidden = jax.vmap(activation)(jnp.einsum("hkn,n->hk", w_in, x) + b_in)
     return jnp.sum(jnp.einsum("hmk,hk->hm", w_out, hidden) + b_out, axis=0)
