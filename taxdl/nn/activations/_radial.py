@@ -254,12 +254,13 @@ def _relu_near(r0: float, r_max: float | None) -> tuple | None:
     return _linear_near(1.0, math.inf if r_max is None else r_max)  # the identity
 
 
-def _threshold_near(r0: float) -> tuple | None:
-    return _linear_near(0.0, r0) if r0 > 0 else _linear_near(1.0, math.inf)
-
-
 def _leaky_near(alpha: float, r0: float) -> tuple | None:
+    """σ = αr below R₀ (the hard threshold is α = 0), the identity when R₀ = 0."""
     return _linear_near(alpha, r0) if r0 > 0 else _linear_near(1.0, math.inf)
+
+
+def _threshold_near(r0: float) -> tuple | None:
+    return _leaky_near(0.0, r0)
 
 
 def _soft_leaky_near(alpha: float, r0: float, delta: float) -> tuple | None:
@@ -561,7 +562,7 @@ def callable_profile(r, sigma: Callable, of_square: bool = False):
     return a.astype(r.dtype), b.astype(r.dtype), ds.astype(r.dtype)
 
 
-_NEAR = {tanh_profile: lambda: _tanh_near(), sinusoid_profile: _sinusoid_near,
+_NEAR = {tanh_profile: _tanh_near, sinusoid_profile: _sinusoid_near,
          relu_profile: _relu_near, threshold_profile: _threshold_near,
          leaky_profile: _leaky_near, soft_leaky_profile: _soft_leaky_near}
 """The profiles with a near-origin form (`near_form`), each with a maker taking the
