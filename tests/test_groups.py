@@ -1154,19 +1154,64 @@ def test_product_names_say_how_the_factors_combine():
 
 
 def test_plane_lattice_group_inclusions_agree_with_membership():
-    """On ℝ² the dihedral groups Ψ(D_k) and the coordinate groups (−I, ℤ₂², S₂, D₂, B₂)
-    contain one another as their matrices do: `is_subgroup` answers exactly when every
-    sampled element of the smaller group is a member of the larger one (finite groups,
-    128 draws cover them)."""
+    """On ℝ² the dihedral groups Ψ(D_k), the triangle's Ψ(A₂) and the coordinate groups
+    (−I, ℤ₂², S₂, D₂, B₂) contain one another as their matrices do: `is_subgroup` answers
+    exactly when every sampled element of the smaller group is a member of the larger one
+    (finite groups, 128 draws cover them)."""
     plane = [G.PointReflection(2), G.SignFlips(2), G.Permutation(2),
-             G.EvenSignedPermutation(2), G.SignedPermutation(2)]
-    dihedral = [G.Dihedral(k=k).on(2) for k in range(1, 9)]
+             G.EvenSignedPermutation(2), G.SignedPermutation(2), G.Simplex(2)]
+    dihedral = [G.Dihedral(k=k).on(2) for k in (*range(1, 9), 12)]
     for i, (a, b) in enumerate([(a, b) for a in plane + dihedral for b in dihedral]
                                + [(a, b) for a in dihedral for b in plane]):
         members = b.contains(a.sample(jax.random.key(i), 128), atol=1e-5)
         assert G.is_subgroup(a, b) == bool(np.asarray(members).all()), (a.name, b.name)
     assert G.is_subgroup(G.PointReflection(2), G.Dihedral(k=4).on(2))
     assert not G.is_subgroup(G.PointReflection(2), G.Dihedral(k=3).on(2))
+    assert G.is_subgroup(G.Simplex(2), G.Dihedral(2, k=6))
+    assert not G.is_subgroup(G.Simplex(2), G.Dihedral(2, k=3))  # its axes are rotated by 30°
+
+
+def test_one_cone_isometries_lie_in_the_lorentz_group():
+    """diag(1, O(S − 1)), the isometries of a single cone (axis first), preserve
+    η = diag(1, −1, …): inside O(1, S − 1) by membership, and so by `is_subgroup`; several
+    cones, or cones with their scalings, are not."""
+    one = G.ConeGroup(4, cone_dim=4, scalings=False)
+    e = one.sample(KEY, 64)
+    eta = np.diag([1.0, -1.0, -1.0, -1.0])
+    m = np.asarray(e.matrix, np.float64)
+    assert np.allclose(np.einsum("bji,jk,bkl->bil", m, eta, m), eta, atol=1e-5)
+    assert bool(jnp.all(G.Lorentz(4).contains(e, atol=1e-4)))
+    assert G.is_subgroup(one, G.Lorentz(4)) and G.is_subgroup(one, G.Lorentz())
+    for other in (G.ConeGroup(8, cone_dim=4, scalings=False), G.ConeGroup(4, cone_dim=4)):
+        assert not bool(jnp.all(G.Lorentz(other.n).contains(other.sample(KEY, 64), atol=1e-4)))
+        assert not G.is_subgroup(other, G.Lorentz(other.n))
+
+
+def test_one_block_of_n_is_the_whole_vector_scale_shift():
+    """A per-block scale-shift whose block is all n coordinates is (ℝ×,+λ1), (ℝ×₊,+λ1) or
+    +λ1: each contains the other (by membership of samples, and by `is_subgroup`), while
+    a sign and a shift of the whole vector does not hold the scalings."""
+    pairs = [(G.BlockScaleShift(6, 6), G.ScaleShift(6)),
+             (G.BlockScaleShift(6, 6, positive=True), G.ScaleShift(6, positive=True)),
+             (G.BlockScaleShift(6, 6, scales=False), G.Translation(6))]
+    for a, b in pairs:
+        for small, big in ((a, b), (b, a)):
+            assert bool(jnp.all(big.contains(small.sample(KEY, 64), atol=1e-4)))
+            assert G.is_subgroup(small, big), (small.name, big.name)
+    assert not G.is_subgroup(G.ScaleShift(6), G.BlockScaleShift(6, 6, positive=True))
+    signs = G.BlockScaleShift(6, 6, scales=False, signs=True)
+    assert not bool(jnp.all(signs.contains(G.ScaleShift(6, positive=True).sample(KEY, 64))))
+    assert not G.is_subgroup(G.ScaleShift(6, positive=True), signs)
+
+
+def test_sampling_parameters_do_not_make_another_group():
+    """A Lorentz group sampled with wider boosts has the same elements: the hierarchy
+    treats the two as one group (both ways), and still tells it from O(1, n − 1) of
+    another dimension."""
+    wide = G.Lorentz(4, max_rapidity=3.0)
+    assert bool(jnp.all(G.Lorentz(4).contains(wide.sample(KEY, 64), atol=1e-3)))
+    assert G.is_subgroup(wide, G.Lorentz(4)) and G.is_subgroup(G.Lorentz(4), wide)
+    assert G.same_group(wide, G.Lorentz()) and not G.is_subgroup(wide, G.Lorentz(5))
 
 
 def test_positive_scalings_lie_in_cone_groups_with_scalings():

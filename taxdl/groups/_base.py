@@ -85,6 +85,9 @@ class AbstractGroup(eqx.Module):
     - `haar`: whether `sample` draws exactly from the Haar (uniform) measure.
     - `field`: `"real"`, `"complex"` or `"any"`: the field of the space acted on.
     - `isometric`: whether every element is orthogonal/unitary with zero shift.
+    - `sampling_fields`: names of fields that only shape `sample`'s distribution (a
+      non-compact group's spread), not the set of elements: groups that differ only in
+      them are the same group to the hierarchy (`same_group`, `is_subgroup`).
     """
 
     n: eqx.AbstractVar[int | None]
@@ -96,6 +99,7 @@ class AbstractGroup(eqx.Module):
     haar: eqx.AbstractClassVar[bool]
     field: eqx.AbstractClassVar[str]
     isometric: eqx.AbstractClassVar[bool]
+    sampling_fields: ClassVar[tuple[str, ...]] = ()
 
     def __check_init__(self):
         # Runs for every concrete group (Equinox calls each class's __check_init__).

@@ -427,7 +427,8 @@ _register(Product, _product_supergroups)
 
 
 def _family(group: AbstractGroup):
-    """What identifies a family: its class and static parameters other than `n`.
+    """What identifies a family: its class and static parameters other than `n` and
+    those that only shape sampling (`AbstractGroup.sampling_fields`).
 
     Remembered per group object (groups are immutable): the lattice queries behind a
     composition ask for the same groups' families hundreds of thousands of times, and
@@ -445,7 +446,8 @@ def family_key(group: AbstractGroup) -> tuple[tuple, int | None]:
     if isinstance(group, (BlockDiagonal, Product)):
         family = (type(group), tuple(_family(f) for f in group.factors), group.n)
     else:
-        family = (type(group), tuple(sorted((k, v) for k, v in fields.items() if k != "n")))
+        skip = ("n", *type(group).sampling_fields)  # (a Lorentz group's max_rapidity)
+        family = (type(group), tuple(sorted((k, v) for k, v in fields.items() if k not in skip)))
     if len(_FAMILIES) >= _FAMILIES_MAX:
         try:
             del _FAMILIES[next(iter(_FAMILIES))]  # the oldest entry
@@ -584,8 +586,10 @@ def remembered(memo: dict, token, key, compute):
 def _is_subgroup(a: AbstractGroup, b: AbstractGroup) -> bool:
     if a.n is not None and b.n is not None and a.n != b.n:
         return False   # they act on different spaces
-    a, b = simplify_product(a), simplify_product(b)
+    a, b = _one_block(simplify_product(a)), _one_block(simplify_product(b))
     if same_group(a, b) or isinstance(a, Trivial):
+        return True
+    if _one_cone_in_lorentz(a, b):
         return True
     if isinstance(a, Product) and isinstance(b, Product) and len(a.factors) == len(b.factors):
         if all(is_subgroup(x, y) for x, y in zip(a.factors, b.factors)):
@@ -639,6 +643,27 @@ def _is_subgroup(a: AbstractGroup, b: AbstractGroup) -> bool:
     return False
 
 
+def _one_block(group: AbstractGroup) -> AbstractGroup:
+    """A per-block scale-shift whose one block is all n coordinates under the name the
+    hierarchy gives it: (ℝ×,+λ1) / (ℝ×₊,+λ1) ([`ScaleShift`]) or +λ1 ([`Translation`]).
+    A sign and a shift for the whole vector has no other name and is kept."""
+    if (isinstance(group, BlockScaleShift) and group.n is not None
+            and group.block == group.n and not group.signs):
+        if group.scales:
+            return ScaleShift(group.n, positive=group.positive)
+        return Translation(group.n)
+    return group
+
+
+def _one_cone_in_lorentz(a: AbstractGroup, b: AbstractGroup) -> bool:
+    """The isometries of a single cone, diag(1, O(S − 1)) (axis first), preserve
+    η = diag(1, −1, …, −1): they lie in O(1, S − 1). (Not an edge: the cone isometries'
+    supergroups would then include the Lorentz group for every number of cones.)"""
+    return (isinstance(a, ConeGroup) and isinstance(b, Lorentz) and not a.scalings
+            and a.n is not None and a.n == a.cone_dim and a.n >= 2
+            and b.n in (None, a.n))
+
+
 # The finite groups of the plane that lie in a dihedral group Ψ(D_k) (the symmetries of
 # k unit vectors at angles 2πj/k, one on the first axis), by the k they need: −I and
 # the sign flips ℤ₂² = Ψ(D_2) need k even; the swap of the two coordinates (a reflection
@@ -650,12 +675,16 @@ _NEEDS_K = ((PointReflection, 2), (SignFlips, 2), (Permutation, 4),
 def _in_plane_lattice_group(a: AbstractGroup, b: AbstractGroup) -> bool:
     """Inclusions on ℝ² between the dihedral groups and the coordinate groups, which no
     hierarchy edge holds (Ψ(D_k) ⊂ Ψ(D_m) for every multiple m of k would be infinitely
-    many edges): Ψ(D_k) ⊂ Ψ(D_m) iff k | m, the groups of `_NEEDS_K` in Ψ(D_k), and
-    Ψ(D_k) in ℤ₂² (k | 2) and in B₂ (k | 4)."""
+    many edges): Ψ(D_k) ⊂ Ψ(D_m) iff k | m, the groups of `_NEEDS_K` in Ψ(D_k), the
+    triangle's Ψ(A₂) in Ψ(D_k) iff 6 | k, and Ψ(D_k) in ℤ₂² (k | 2) and in B₂ (k | 4)."""
     if 2 not in (a.n, b.n):
         return False
     if isinstance(a, Dihedral) and isinstance(b, Dihedral):
         return b.k % a.k == 0
+    if isinstance(a, Simplex) and isinstance(b, Dihedral):
+        # the triangle's vertices at 30°, 150°, 270°: its reflection axes (30°, 90°,
+        # 150°) are among D_k's (multiples of 180°/k) iff 6 | k
+        return b.k % 6 == 0
     if isinstance(b, Dihedral):
         return any(type(a) is cls and b.k % k == 0 for cls, k in _NEEDS_K)
     if isinstance(a, Dihedral):

@@ -534,6 +534,7 @@ class Lorentz(AbstractNoncompactGroup):
     n: int | None = eqx.field(static=True, default=None)
     max_rapidity: float = eqx.field(static=True, default=1.0)
     symbol: ClassVar[str] = "O(1,n-1)"
+    sampling_fields: ClassVar[tuple[str, ...]] = ("max_rapidity",)
     name_template: ClassVar[str] = "O(1,{n-1})"
 
     def __check_init__(self):
