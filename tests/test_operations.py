@@ -385,6 +385,34 @@ def test_isotropic_multiply_keeps_the_component_along_a_tiny_n(dtype):
             np.testing.assert_allclose(grad, [scale, 0.0, 0.0], rtol=1e-6)
 
 
+@pytest.mark.parametrize("dtype", [jnp.float32, jnp.float64])
+def test_isotropic_multiply_along_n_is_a_product(dtype):
+    """x ∥ n: f(x, n) = ‖n‖x (x has no part off n̂), a well-conditioned product, also
+    for ‖n‖ far below ε and x not a power of two, where x − (x·n̂)n̂ rounds to ~ε‖x‖
+    along n̂ (0.1 e₁ with n = 1e-8 e₁ gave 8.5e-9 e₁ in float32, and in one dimension a
+    sign flip: 6.07e26 with n = −1.1e-28 gave −3.7e19). Values, Jacobians in x
+    (diag(‖n‖, 1, …)) and gradients against ‖n‖x computed in float64 from the rounded
+    inputs."""
+    info = np.finfo(dtype)
+    with jax.enable_x64(dtype == jnp.float64):
+        cases = [((0.1,), (1e-8,)), ((3.0,), (1e-3,)), ((6.0747017e26,), (-1.1450413e-28,)),
+                 ((0.3,), (1e-17,)), ((-0.7,), (2.5,)),
+                 ((0.1, 0.0, 0.0), (1e-8, 0.0, 0.0)), ((0.0, -0.3), (0.0, 1e-17)),
+                 ((0.0, 0.7, 0.0, 0.0), (0.0, -3e-30, 0.0, 0.0))]
+        for x, n in cases:
+            x, n = jnp.asarray(x, dtype), jnp.asarray(n, dtype)
+            xd, nd = np.asarray(x, np.float64), np.asarray(n, np.float64)
+            r = np.linalg.norm(nd)
+            y = np.asarray(tf.isotropic_multiply(x, n), np.float64)
+            np.testing.assert_allclose(y, r * xd, rtol=8 * info.eps, atol=0)
+            k = int(np.argmax(np.abs(nd)))
+            want = np.eye(x.shape[0])
+            want[k, k] = r
+            for jac in (jax.jacfwd(tf.isotropic_multiply), jax.jacrev(tf.isotropic_multiply)):
+                np.testing.assert_allclose(np.asarray(jac(x, n), np.float64), want,
+                                           rtol=8 * info.eps, atol=0)
+
+
 def test_isotropic_multiply_overflows_only_along_n():
     """Where (‖n‖ − 1)(x·n̂) overflows, the true result is ±∞ only in the components
     along n̂: the others keep x's (here 0 off the support of n, where an ∞·0 would give
