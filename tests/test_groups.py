@@ -1202,6 +1202,58 @@ def test_one_block_of_n_is_the_whole_vector_scale_shift():
     signs = G.BlockScaleShift(6, 6, scales=False, signs=True)
     assert not bool(jnp.all(signs.contains(G.ScaleShift(6, positive=True).sample(KEY, 64))))
     assert not G.is_subgroup(G.ScaleShift(6, positive=True), signs)
+    # x ↦ ±x + λ1 holds +λ1 under either name and lies in (ℝ×,+λ1), as the rules list it
+    for small, big in ((G.Translation(6), signs), (G.BlockScaleShift(6, 6, scales=False), signs),
+                       (signs, G.ScaleShift(6)), (signs, G.BlockScaleShift(6, 6))):
+        assert bool(jnp.all(big.contains(small.sample(KEY, 64), atol=1e-4)))
+        assert G.is_subgroup(small, big), (small.name, big.name)
+    assert signs.name in {g.name for g in G.immediate_supergroups(
+        G.BlockScaleShift(6, 6, scales=False))}
+
+
+def test_block_diagonal_groups_with_other_block_sizes_are_other_groups():
+    """O(2)⊕S₃ and O(3)⊕S₂ have the same factor families but act on different blocks:
+    neither is a subgroup of the other (a permutation of the last three coordinates moves
+    coordinate 2 out of O(3)⊕S₂'s first block), as membership of samples shows."""
+    a = G.BlockDiagonal(G.Orthogonal(2), G.Permutation(3))
+    b = G.BlockDiagonal(G.Orthogonal(3), G.Permutation(2))
+    for small, big in ((a, b), (b, a)):
+        assert not bool(jnp.all(big.contains(small.sample(KEY, 200))))
+        assert not G.is_subgroup(small, big) and not G.same_group(small, big)
+    assert G.is_subgroup(G.BlockDiagonal(G.Orthogonal(2), G.Permutation(3)), a)
+
+
+def test_real_groups_do_not_contain_complex_matrices():
+    """iI is unitary, not orthogonal; e^{iφ}I is not ±I: real families refuse complex
+    matrices (their imaginary part must vanish), complex ones keep them, and a complex
+    dtype with a zero imaginary part is still a member."""
+    u = G.Unitary(3).sample(KEY, 64)
+    phase = G.linear_element(jnp.exp(0.7j) * jnp.eye(3, dtype=jnp.complex64))
+    for group in (G.Orthogonal(3), G.SpecialOrthogonal(3), G.GeneralLinear(3)):
+        assert not bool(jnp.any(group.contains(u)))
+    for group in (G.SignedPermutation(3), G.SignFlips(3), G.PointReflection(3),
+                  G.Permutation(3), G.Trivial(3), G.Scaling(3)):
+        assert not bool(group.contains(phase)), group.name
+    assert bool(jnp.all(G.Unitary(3).contains(u))) and bool(G.Unitary(3).contains(phase))
+    real = G.Orthogonal(3).sample(KEY, 8)
+    as_complex = G.Element(real.matrix.astype(jnp.complex64), real.shift.astype(jnp.complex64))
+    assert bool(jnp.all(G.Orthogonal(3).contains(as_complex)))
+    assert bool(G.Permutation(3).contains(G.linear_element(jnp.eye(3, dtype=jnp.complex64))))
+
+
+def test_act_promotes_integer_inputs_and_takes_one_element():
+    """An integer x is acted on in the element's dtype (M x + t against float64 NumPy),
+    not with the matrix truncated to integers; a batch of elements is refused by name."""
+    x = np.array([1, 2, 3])
+    for group in (G.Orthogonal(3), G.Scaling(3), G.Translation(3)):
+        e = jax.tree_util.tree_map(lambda a: a[0], group.sample(KEY, 1))
+        want = np.asarray(e.matrix, np.float64) @ x + np.asarray(e.shift, np.float64)
+        for given in (jnp.asarray(x), x.astype(np.int64)):
+            y = group.act(e, given)
+            assert jnp.issubdtype(y.dtype, jnp.floating)
+            np.testing.assert_allclose(np.asarray(y, np.float64), want, rtol=1e-6)
+    with pytest.raises(ValueError, match="act applies one element.*`element`"):
+        G.Orthogonal(3).act(G.Orthogonal(3).sample(KEY, 2), jnp.ones(3))
 
 
 def test_sampling_parameters_do_not_make_another_group():

@@ -101,6 +101,22 @@ def test_table_filters():
                                                       if "isotropic" in n.lower()]
 
 
+def test_table_group_class_name_is_its_default_construction():
+    """`group="Scaling"` is `Scaling()` = ℝ×, not its ℝ×₊ variant (which would also keep
+    rows whose cells hold only the positive scalings, such as ReLU's)."""
+    from taxdl.groups import Diagonal, Scaling
+
+    for name, group in (("Scaling", Scaling()), ("ScaleShift", ScaleShift()),
+                        ("Diagonal", Diagonal())):
+        for generation in ("algebraic", "closure"):
+            by_name = taxdl.table(generation=generation, flavour="R", group=name).names()
+            assert by_name == taxdl.table(generation=generation, flavour="R",
+                                          group=group).names(), (name, generation)
+    assert "ReLU" in taxdl.table(generation="algebraic", flavour="E", group="ℝ×₊").names()
+    assert "ReLU" not in taxdl.table(generation="algebraic", flavour="E",
+                                     group="Scaling").names()
+
+
 def test_group_filter_compares_bound_cells_in_their_dimension():
     # GroupNorm's right cells are a scale and a shift per block of 4 in ℝ⁸: they contain
     # the global (ℝ×, +λ1) of LayerNorm (one block), so the "contains" filter keeps it

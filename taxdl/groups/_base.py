@@ -170,7 +170,17 @@ class AbstractGroup(eqx.Module):
                 f"{self.name} acts on a last axis of size {d}; got `x` with shape {x.shape}."
             )
         m = element.matrix
-        dtype = jnp.result_type(m.dtype, x.dtype) if _both_inexact(m, x) else x.dtype
+        if m.ndim != 2:
+            raise ValueError(
+                f"{self.name}.act applies one element; got `element` with a matrix of shape "
+                f"{m.shape} (a batch: index it, or `jax.vmap` over it)."
+            )
+        if not jnp.issubdtype(x.dtype, jnp.inexact):
+            dtype = m.dtype   # an integer x is acted on in M's dtype (M is not truncated)
+        elif jnp.issubdtype(m.dtype, jnp.inexact):
+            dtype = jnp.result_type(m.dtype, x.dtype)
+        else:
+            dtype = x.dtype
         y = jnp.einsum("ij,...j->...i", m.astype(dtype), x.astype(dtype),
                        precision=jax.lax.Precision.HIGHEST)
         return y + element.shift.astype(dtype)
@@ -211,7 +221,22 @@ class AbstractGroup(eqx.Module):
         # a traced tolerance, not a compile-time constant: one program per group and
         # element shape serves every tolerance
         atol = jnp.asarray(atol, jnp.finfo(element.matrix.dtype).dtype)
+        complex_element = jnp.iscomplexobj(element.matrix) or jnp.iscomplexobj(element.shift)
+        if complex_element and self.real_elements():
+            # iI is unitary, not orthogonal; e^{iφ}I is not ±I: the real families' tests
+            # (MᵀM = I through conj, |a| = 1) would otherwise pass complex matrices
+            real = ((jnp.max(jnp.abs(jnp.imag(element.matrix)), axis=(-2, -1)) <= atol)
+                    & (jnp.max(jnp.abs(jnp.imag(element.shift)), axis=-1) <= atol))
+            element = Element(jnp.real(element.matrix), jnp.real(element.shift))
+            return _jit_contains(self, element, atol) & real
         return _jit_contains(self, element, atol)
+
+    def real_elements(self) -> bool:
+        """Whether every element has a real matrix and shift: the real families, and
+        the groups that act on complex spaces by real matrices (the trivial group,
+        permutations). A complex matrix is a member only if its imaginary part is 0
+        (within the tolerance)."""
+        return self.field == "real"
 
     @abc.abstractmethod
     def _sample(self, key: PRNGKeyArray, num: int, dtype) -> Element: ...
@@ -338,10 +363,6 @@ def _widen_half(a: Array) -> Array:
     """`a` in float32 if it is half precision (membership tests use determinants, which
     have no half-precision kernels), else unchanged."""
     return a.astype(jnp.float32) if a.dtype in _HALF else a
-
-
-def _both_inexact(a, b) -> bool:
-    return jnp.issubdtype(a.dtype, jnp.inexact) and jnp.issubdtype(b.dtype, jnp.inexact)
 
 
 def _check_dimension(n, who: str) -> None:

@@ -112,6 +112,9 @@ class SU2(AbstractCompactGroup):
 
     _image = property(lambda self: "" if self.rep == "standard" else "→SO(3)")
 
+    def real_elements(self) -> bool:
+        return self.rep == "adjoint"
+
     def _sample(self, key, num, dtype):
         cdtype = complex_work_dtype(dtype)
         q = jax.random.normal(key, (num, 4), work_dtype(dtype))

@@ -443,7 +443,9 @@ def family_key(group: AbstractGroup) -> tuple[tuple, int | None]:
     if hit is not None and hit[0] is group:
         return hit[1]
     fields = vars(group)
-    if isinstance(group, (BlockDiagonal, Product)):
+    if isinstance(group, BlockDiagonal):   # factors of their own sizes: O(2)⊕S₃ ≠ O(3)⊕S₂
+        family = (type(group), tuple(family_key(f) for f in group.factors), group.n)
+    elif isinstance(group, Product):       # factors all acting on the product's space
         family = (type(group), tuple(_family(f) for f in group.factors), group.n)
     else:
         skip = ("n", *type(group).sampling_fields)  # (a Lorentz group's max_rapidity)
@@ -586,9 +588,13 @@ def remembered(memo: dict, token, key, compute):
 def _is_subgroup(a: AbstractGroup, b: AbstractGroup) -> bool:
     if a.n is not None and b.n is not None and a.n != b.n:
         return False   # they act on different spaces
-    a, b = _one_block(simplify_product(a)), _one_block(simplify_product(b))
+    named = simplify_product(a)
+    a, b = _one_block(named), _one_block(simplify_product(b))
     if same_group(a, b) or isinstance(a, Trivial):
         return True
+    if isinstance(a, Translation) and isinstance(b, BlockScaleShift) and b.signs:
+        return True   # +λ1: the same shift of every block, each with the sign +1 (an
+        # edge only for two or more blocks, through the per-block shifts)
     if _one_cone_in_lorentz(a, b):
         return True
     if isinstance(a, Product) and isinstance(b, Product) and len(a.factors) == len(b.factors):
@@ -629,15 +635,18 @@ def _is_subgroup(a: AbstractGroup, b: AbstractGroup) -> bool:
     # Walk the single families above `a` (a product above it, such as ℝ×₊ × a, is
     # handled by the factor rules above; walking through it would recurse through
     # `simplify_product`).
+    # Groups are compared under the names `_one_block` gives them, and a group it renames
+    # also climbs by its own rule ((+λ1)^1 lists (±1,+λ1)^1, which +λ1 does not).
     seen = set()
-    frontier = list(immediate_supergroups(a))
+    frontier = list(immediate_supergroups(a)) + (
+        list(immediate_supergroups(named)) if named is not a else [])
     while frontier:
         g = frontier.pop()
         key = _family(g)
         if key in seen or isinstance(g, Product):
             continue
         seen.add(key)
-        if same_group(g, b):
+        if same_group(_one_block(g), b):
             return True
         frontier.extend(immediate_supergroups(g))
     return False

@@ -47,6 +47,9 @@ class Trivial(AbstractCompactGroup):
     finite: ClassVar[bool] = True
     field: ClassVar[str] = "any"
 
+    def real_elements(self) -> bool:
+        return True
+
     def _sample(self, key, num, dtype):
         del key
         return linear_element(jnp.broadcast_to(jnp.eye(self.n, dtype=dtype), (num, self.n, self.n)))
@@ -103,6 +106,9 @@ class Permutation(AbstractCompactGroup):
     finite: ClassVar[bool] = True
     field: ClassVar[str] = "any"
 
+    def real_elements(self) -> bool:
+        return True
+
     def _sample(self, key, num, dtype):
         return linear_element(permutation_matrices(random_permutations(key, num, self.n), dtype))
 
@@ -129,6 +135,9 @@ class BlockPermutation(AbstractCompactGroup):
     name_template: ClassVar[str] = "S_{block}≀S_{_blocks}"
     finite: ClassVar[bool] = True
     field: ClassVar[str] = "any"
+
+    def real_elements(self) -> bool:
+        return True
 
     def __check_init__(self):
         check_block_group(self)

@@ -232,6 +232,9 @@ class Product(AbstractGroup):
         _check_dimension(n, "Product")
         return Product(*self.factors, n=int(n))
 
+    def real_elements(self) -> bool:
+        return all(f.real_elements() for f in self.factors)
+
     @property
     def _factor_names(self) -> str:
         from ._hierarchy import moves_origin, normalises

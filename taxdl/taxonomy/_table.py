@@ -223,7 +223,8 @@ def known_groups() -> dict[str, AbstractGroup]:
             G.MonomialAffine(positive=True),
             G.ConformalLinear()]
     out = {g.name: g for g in fams}
-    out.update({type(g).__name__: g for g in fams})
+    for g in fams:   # a class name is its default construction (Scaling: ℝ×, not ℝ×₊)
+        out.setdefault(type(g).__name__, g)
     return out
 
 
