@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from taxdl.data import banana, levy, levy_regression
+from taxdl.data import banana, digits_1d, hemisphere_rotation, levy, levy_regression, sklearn_digits
 
 
 def test_levy_function_closed_form():
@@ -63,3 +63,22 @@ def test_numpy_integers_are_integers():
     t = levy_regression(n_train=np.int64(5), n_test=np.int64(3), noise=np.float32(0.5),
                         low=np.float32(-1), high=2)
     assert t.x_test.shape == (3, 1) and t.x_test.min() == -1 and t.x_test.max() == 2
+
+
+@pytest.mark.parametrize("make", [digits_1d, hemisphere_rotation, banana, levy_regression,
+                                  sklearn_digits])
+def test_seed_is_a_non_negative_integer(make, library_checks_only):
+    """The data is a function of the seed: no `None` (fresh entropy on every call), no
+    negative, fractional or string seeds; each is refused by name before any data is made
+    (so also without scikit-learn)."""
+    for bad, error in ((None, TypeError), (-1, ValueError), (1.5, TypeError),
+                       ("0", TypeError), (True, TypeError)):
+        with pytest.raises(error, match=rf"`seed` must be an integer >= 0, got {bad!r}\."):
+            make(seed=bad)
+
+
+def test_numpy_integer_seeds_are_seeds():
+    t = banana(n_train=20, n_test=10, seed=np.int64(2))
+    np.testing.assert_array_equal(t.x_train, banana(n_train=20, n_test=10, seed=2).x_train)
+    t = digits_1d(n_train=10, n_test=10, seed=np.uint8(0))
+    np.testing.assert_array_equal(t.x_test, digits_1d(n_train=10, n_test=10).x_test)

@@ -173,6 +173,24 @@ def test_demo_trains_exactly_the_steps_asked(tmp_path, capsys):
     assert len(r["curve_step"]) == len(r["curve_test"][0])
 
 
+
+def test_demo_results_of_a_diverged_run_are_standard_json(tmp_path, capsys):
+    """A learning rate of 1e30 sends the losses to NaN: results.json stays RFC 8259 JSON
+    (no NaN/Infinity tokens), with null for each non-finite number."""
+    out = tmp_path / "demo"
+    assert cli.main(["demo", "--tasks", "rotation", "--variants", "relu", "--steps", "3",
+                     "--seeds", "1", "--learning-rate", "1e30", "--no-plots", "--quiet",
+                     "--output", str(out)]) == 0
+    capsys.readouterr()
+
+    def refuse(token):
+        raise AssertionError(f"{token} in results.json")
+
+    (r,) = json.loads((out / "results.json").read_text(), parse_constant=refuse)
+    assert r["train_loss"] == [None] and r["test_loss"] == [None]
+    assert r["curve_test"] == [[None, None, None]] and r["curve_step"] == [1, 2, 3]
+    assert r["steps"] == 3 and r["variant"] == "relu"
+
 def test_train_variant_counts_every_step_once():
     from taxdl._cli.demo import VARIANTS, _Progress, train_variant
 

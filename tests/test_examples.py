@@ -4,6 +4,7 @@ import importlib.util
 import math
 import os
 import pathlib
+import re
 import subprocess
 import sys
 import warnings
@@ -82,3 +83,24 @@ def test_sharded_training_matches_one_device():
 def test_examples_have_a_docstring_with_the_command(name):
     text = (ROOT / "examples" / name).read_text()
     assert text.startswith('"""') and f"python examples/{name}" in text
+
+
+@pytest.mark.parametrize("script, flag, header", [
+    ("activations.py", "--rounds", r"median of (\d+) paired calls"),
+    ("operations.py", "--rounds", r"median of (\d+) paired calls"),
+    ("gmp.py", "--repeats", r"best of (\d+) rounds"),
+    ("optim.py", "--repeats", r"best of (\d+) interleaved rounds"),
+    ("normalisers.py", "--rounds", r"over (\d+) interleaved rounds"),
+])
+def test_recorded_benchmark_outputs_state_their_flags(script, flag, header):
+    """The number of rounds in each output recorded in docs/benchmarks.md is the script's
+    default, or the flag given in the command stated above the output."""
+    doc = (ROOT / "docs" / "benchmarks.md").read_text(encoding="utf-8")
+    section = doc.split(f"### `{script}`\n", 1)[1]
+    before, block = section.split("```text\n", 1)
+    recorded = int(re.search(header, block.split("```", 1)[0]).group(1))
+    source = (ROOT / "benchmarks" / script).read_text(encoding="utf-8")
+    default = int(re.search(rf'add_argument\("{flag}", type=int, default=(\d+)\)',
+                            source).group(1))
+    stated = re.search(rf"`python benchmarks/{re.escape(script)} [^`]*{flag} (\d+)", before)
+    assert recorded == (int(stated.group(1)) if stated else default), (script, recorded)

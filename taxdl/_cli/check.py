@@ -83,7 +83,12 @@ def run(args) -> int:
     import jax.numpy as jnp
 
     from ..taxonomy import DimensionRequired
-    from ..testing import SymmetryViolation, check
+
+    try:
+        from ..testing import SymmetryViolation, check
+    except ImportError as err:  # installed without the `testing` extra (Hypothesis)
+        print(f"taxdl check: {err}", file=sys.stderr)
+        return 2
 
     for flag, minimum in (("n", 1), ("examples", 1), ("batch", 2), ("samples", 1)):
         value = getattr(args, flag)

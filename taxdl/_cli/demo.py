@@ -357,6 +357,22 @@ def results_table(results: list[Result]) -> list[list[str]]:
     return rows
 
 
+def results_json(results: list[Result]) -> list[dict]:
+    """The results as JSON values (what `results.json` holds): every field but the
+    models, with a non-finite number (the loss of a diverged run) as `null`, so that the
+    file is standard JSON."""
+
+    def finite(value):
+        if isinstance(value, float):
+            return value if math.isfinite(value) else None
+        if isinstance(value, (list, tuple)):
+            return [finite(v) for v in value]
+        return value
+
+    return [{k: finite(getattr(r, k)) for k in r.__dataclass_fields__
+             if k not in ("model", "models")} for r in results]
+
+
 def format_text(rows: list[list[str]]) -> str:
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     line = lambda row: "  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip()
@@ -497,8 +513,7 @@ def run(args) -> int:
     with open(os.path.join(args.output, "results.md"), "w", encoding="utf-8") as fh:
         fh.write(format_markdown(rows) + "\n")
     with open(os.path.join(args.output, "results.json"), "w", encoding="utf-8") as fh:
-        json.dump([{k: getattr(r, k) for k in r.__dataclass_fields__
-                    if k not in ("model", "models")} for r in results], fh, indent=1)
+        json.dump(results_json(results), fh, indent=1, allow_nan=False)
     written = [os.path.join(args.output, n) for n in RESULT_FILES]
     if not args.no_plots:
         try:

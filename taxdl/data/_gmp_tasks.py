@@ -18,7 +18,7 @@ def levy(x: np.ndarray) -> np.ndarray:
 
 
 def levy_regression(n_train: IntLike = 200, n_test: IntLike = 1000, noise: RealLike = 0.1,
-                    low: RealLike = -10.0, high: RealLike = 10.0, seed: int = 0) -> Task:
+                    low: RealLike = -10.0, high: RealLike = 10.0, seed: IntLike = 0) -> Task:
     """1-D Levy regression (GmP paper §4.1.1, Fig 2): inputs uniform on [low, high],
     targets $f(x) + \\mathcal N(0, \\text{noise}^2)$ for training; the test set is a
     uniform grid with noise-free targets, so its RMSE measures how well f is recovered.
@@ -33,6 +33,7 @@ def levy_regression(n_train: IntLike = 200, n_test: IntLike = 1000, noise: RealL
     noise = check_real(noise, "noise", low=0)
     low = check_real(low, "low")
     high = check_real(high, "high", low=low, low_open=True)
+    seed = check_int(seed, "seed", minimum=0)
     rng = np.random.default_rng(seed)
     x_train = rng.uniform(low, high, (n_train, 1))
     y_train = levy(x_train) + noise * rng.standard_normal((n_train, 1))
@@ -51,7 +52,7 @@ def _crescent(rng, num: int, centre, radius: float, start: float, stop: float,
 
 
 def banana(n_train: IntLike = 400, n_test: IntLike = 2000, noise: RealLike = 0.25,
-           seed: int = 0) -> Task:
+           seed: IntLike = 0) -> Task:
     """2-D banana classification (GmP paper §4.1.2, Fig 3): two noisy, interleaved
     banana-shaped classes (a crescent opening downwards and one opening upwards nested
     in it), standardised to zero mean and unit variance per coordinate.
@@ -66,6 +67,7 @@ def banana(n_train: IntLike = 400, n_test: IntLike = 2000, noise: RealLike = 0.2
     n_train = check_int(n_train, "n_train", minimum=2)
     n_test = check_int(n_test, "n_test", minimum=2)
     noise = check_real(noise, "noise", low=0)
+    seed = check_int(seed, "seed", minimum=0)
     rng = np.random.default_rng(seed)
 
     def draw(num):

@@ -59,7 +59,7 @@ def _cap_points(polar: np.ndarray, azimuth: np.ndarray) -> np.ndarray:
 
 def hemisphere_rotation(n_polar: IntLike = 16, n_azimuth: IntLike = 48,
                         cap_angle: RealLike = 90.0, angles=(45.0, 45.0, 45.0),
-                        n_test: IntLike = 1024, seed: int = 0) -> Task:
+                        n_test: IntLike = 1024, seed: IntLike = 0) -> Task:
     """Learn a fixed rotation of a spherical cap (CoLU paper §5.1, Figure 5).
 
     Inputs are the points of a polar grid on the cap of the unit sphere around the pole
@@ -82,6 +82,7 @@ def hemisphere_rotation(n_polar: IntLike = 16, n_azimuth: IntLike = 48,
     cap_angle = check_real(cap_angle, "cap_angle", low=0, high=180, low_open=True)
     n_polar, n_azimuth, n_test = (check_int(value, name, minimum=2) for name, value in (
         ("n_polar", n_polar), ("n_azimuth", n_azimuth), ("n_test", n_test)))
+    seed = check_int(seed, "seed", minimum=0)
     if np.ndim(angles) != 1 or np.size(angles) != 3:
         raise ValueError(f"`angles` must be three rotation angles in degrees (about x, y, z), "
                          f"got {angles!r}.")
@@ -137,7 +138,7 @@ def _smooth_noise(rng, num: int, length: int, width: float) -> np.ndarray:
 
 
 def digits_1d(n_train: IntLike = 4000, n_test: IntLike = 1000, length: IntLike = 40,
-              noise: RealLike = 0.1, seed: int = 0) -> Task:
+              noise: RealLike = 0.1, seed: IntLike = 0) -> Task:
     """A procedurally generated 1-D digit-classification task (in the spirit of MNIST-1D).
 
     Each example is one of ten length-12 templates placed at a random position in a window
@@ -153,6 +154,7 @@ def digits_1d(n_train: IntLike = 4000, n_test: IntLike = 1000, length: IntLike =
     n_test = check_int(n_test, "n_test", minimum=10)
     length = check_int(length, "length", minimum=16)
     noise = check_real(noise, "noise", low=0)
+    seed = check_int(seed, "seed", minimum=0)
     rng = np.random.default_rng(seed)
     templates = _templates()
     num = n_train + n_test
@@ -181,7 +183,7 @@ def digits_1d(n_train: IntLike = 4000, n_test: IntLike = 1000, length: IntLike =
 
 
 # ----------------------------------------------------------------------- 8×8 digits
-def sklearn_digits(test_fraction: RealLike = 0.2, seed: int = 0) -> Task:
+def sklearn_digits(test_fraction: RealLike = 0.2, seed: IntLike = 0) -> Task:
     """scikit-learn's 8×8 handwritten digits (1797 images shipped inside the package; the
     optional extra `taxdl[digits]`), flattened to 64 inputs scaled to [0, 1] and split at
     random into training and test sets.
@@ -190,6 +192,7 @@ def sklearn_digits(test_fraction: RealLike = 0.2, seed: int = 0) -> Task:
     """
     test_fraction = check_real(test_fraction, "test_fraction", low=0, high=1, low_open=True,
                                high_open=True)
+    seed = check_int(seed, "seed", minimum=0)
     try:
         from sklearn.datasets import load_digits
     except ImportError:

@@ -1,4 +1,6 @@
-"""pytest plugin of taxdl (loaded through the `taxdl` pytest11 entry point).
+"""What taxdl's pytest plugin runs (the plugin itself, `taxdl_pytest_plugin`, is the
+`taxdl` pytest11 entry point; it imports this module only when a test uses its fixture
+or marker).
 
 One line in a user's suite checks a primitive's whole declaration:
 
@@ -27,18 +29,6 @@ import os
 import pytest
 
 
-def pytest_configure(config):
-    config.addinivalue_line(
-        "markers", "taxdl_check(primitive, n=None, **kwargs): check the primitive's declared "
-        "symmetry with taxdl.testing.check before the test body runs")
-    try:
-        from ._hypothesis import register_profiles
-
-        register_profiles()
-    except ImportError:  # pragma: no cover - hypothesis not installed
-        pass
-
-
 def _checker(config):
     del config
 
@@ -62,18 +52,3 @@ def _examples_from_environment(value: str) -> int:
         raise pytest.UsageError(f"TAXDL_CHECK_EXAMPLES must be a positive integer, got "
                                 f"{value!r}.")
     return examples
-
-
-@pytest.fixture
-def taxdl_check(request):
-    """`taxdl_check(primitive, n=None, **kwargs)`: run `taxdl.testing.check` and return its
-    report; a violated or non-maximal declaration fails the test with the report."""
-    return _checker(request.config)
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_runtest_call(item):
-    for marker in item.iter_markers("taxdl_check"):
-        if not marker.args:
-            raise pytest.UsageError("@pytest.mark.taxdl_check needs the primitive to check.")
-        _checker(item.config)(*marker.args, **marker.kwargs)
