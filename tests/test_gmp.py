@@ -580,6 +580,31 @@ def test_input_mean_norm_batch_mean_does_not_overflow(dtype, rows):
                                x64.mean(0), rtol=4 * ulp)
 
 
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_input_mean_norm_half_precision_running_mean_does_not_stall(dtype):
+    """300 steps of batches with mean ≈ 1: the running mean is kept in float32, so it is
+    the zero-debiased EMA of the batch means in float64 (closed form
+    $Σ_s (1-ρ)ρ^{t-s} μ_s/(1 - ρ^t)$). Kept in the input dtype it was 0.88 (bfloat16) or
+    1.02 (float16): EMA steps (1 − ρ)(μ − h) below half an ulp of h are lost. Outputs
+    keep the input dtype."""
+    steps, rho = 300, 0.99
+    xs = jnp.asarray(1.0 + 0.1 * np.random.default_rng(5).standard_normal((steps, 16, 4)),
+                     dtype)
+    imn, state = eqx.nn.make_with_state(InputMeanNorm)(4, dtype=dtype)
+    call = jax.vmap(imn, axis_name="batch", in_axes=(0, None), out_axes=(0, None))
+    state, ys = jax.lax.scan(lambda st, x: call(x, st)[::-1], state, xs)
+    assert ys.dtype == xs.dtype
+    means = np.asarray(xs, np.float64).mean(1)
+    weights = (1 - rho) * rho ** np.arange(steps - 1, -1, -1)
+    ema = weights @ means / (1 - rho ** steps)
+    np.testing.assert_allclose(np.asarray(imn.running_mean(state), np.float64), ema,
+                               rtol=1e-5)
+    y, _ = imn(jnp.asarray([1.0, 2.0, 3.0, 4.0], dtype), state, inference=True)
+    assert y.dtype == jnp.dtype(dtype)
+    np.testing.assert_allclose(np.asarray(y, np.float64), np.arange(1.0, 5.0) - ema,
+                               rtol=float(jnp.finfo(dtype).eps), atol=1e-4)
+
+
 def test_integer_inputs_are_promoted_not_truncated():
     conv = GmPConv(2, 3, 3, key=jax.random.key(3))
     x = jnp.arange(72).reshape(2, 6, 6) % 5 - 2

@@ -274,6 +274,60 @@ def test_batch_of_one_and_equal_rows_give_beta_with_finite_gradients():
             assert jnp.all(jnp.isfinite(g))
 
 
+@pytest.mark.parametrize("cls", [tnn.BatchNorm, tnn.ChiNorm])
+def test_a_feature_constant_over_the_batch_maps_to_beta_with_eps(cls):
+    """With the default ε = 1e-5, a feature constant over the batch (c = 1e5, 1e6) has
+    x − μ_B = 0 exactly and maps to its β (it gave −2.47 and −19.8 when x − fl(μ_B) was
+    formed again), the other features follow the float64 formula (eq 42; eqs 45–47), and
+    the gradient of Σ w⊙f through that feature is the closed form
+    γ k (w − E_B w)/√(s² + ε) (k = 1, or √n/E_χn for ChiNorm; s² does not move to first
+    order there, its derivative being 2(x − μ_B) = 0). Identical rows of 1e30 give β."""
+    r = rng(31)
+    n, eps = 4, 1e-5
+    model, state = eqx.nn.make_with_state(cls)(n)
+    beta = np.asarray(r.normal(size=n), np.float32)
+    model = eqx.tree_at(lambda m: m.beta, model, jnp.asarray(beta))
+    w = r.normal(size=(7, n))
+    run = jax.jit(lambda v: _batched(model, v, state)[0])
+    for c in (1e5, 1e6):
+        xb = np.asarray(r.normal(size=(7, n)), np.float32)
+        xb[:, 0] = c
+        y = np.asarray(run(jnp.asarray(xb)), np.float64)
+        x64 = xb.astype(np.float64)
+        cen = x64 - x64.mean(0)
+        if cls is tnn.BatchNorm:
+            ref = beta + cen / np.sqrt((cen * cen).mean(0) + eps)
+            k, denom = 1.0, np.sqrt((cen * cen).mean(0)[0] + eps)
+        else:
+            ref = np_chi(x64, 1.0, beta.astype(np.float64), eps)
+            k = math.sqrt(n) / scipy.stats.chi(n).mean()
+            denom = np.sqrt(np.mean(np.sum(cen * cen, -1)) + eps)
+        np.testing.assert_array_equal(y[:, 0], beta[0])
+        np.testing.assert_allclose(y[:, 1:], ref[:, 1:], rtol=1e-5, atol=1e-5)
+        g = np.asarray(jax.grad(lambda v: jnp.sum(jnp.asarray(w, jnp.float32) * run(v)))(
+            jnp.asarray(xb)), np.float64)
+        np.testing.assert_allclose(g[:, 0], k * (w[:, 0] - w[:, 0].mean()) / denom,
+                                   rtol=1e-4)
+    y = run(jnp.full((3, n), 1e30, jnp.float32))
+    np.testing.assert_array_equal(y, np.broadcast_to(beta, (3, n)))
+
+
+def test_magnitude_ema_batch_mean_of_norms_near_float32_max_is_finite():
+    """64 rows of norm 1e37: their sum (6.4e38) exceeds float32, their mean does not. The
+    statistic is the float64 mean of the norms (one debiased step) and the output
+    x/(s + ε), not inf and 0 (which the state then kept for good)."""
+    r = rng(32)
+    x = r.normal(size=(64, 4))
+    x = np.asarray(x / np.linalg.norm(x, axis=1, keepdims=True) * 1e37, np.float32)
+    model, state = eqx.nn.make_with_state(tnn.MagnitudeEMANorm)(4)
+    y, state = _batched(model, jnp.asarray(x), state)
+    x64 = x.astype(np.float64)
+    s = np.linalg.norm(x64, axis=1).mean()
+    np.testing.assert_allclose(float(model.statistic(state)), s, rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(y, np.float64), x64 / (s + 1e-5), rtol=1e-5,
+                               atol=1e-6)
+
+
 @pytest.mark.parametrize("make", [
     lambda: tnn.LayerNorm(8), lambda: tnn.RMSNorm(8), lambda: tnn.SimpleIsotropicLayerNorm(8),
     lambda: tnn.IsotropicLayerNorm(8, key=jax.random.key(0)), lambda: tnn.GroupNorm(8, 4),
@@ -911,6 +965,56 @@ def test_eps_gradients_at_constant_and_tiny_inputs(name):
     fd = np.array([(np.sum(w * _np_eps_norm(x32 + h * e, kind))
                     - np.sum(w * _np_eps_norm(x32 - h * e, kind))) / (2 * h) for e in np.eye(4)])
     np.testing.assert_allclose(g, fd, rtol=1e-4)
+
+
+def _np_rms_hvp(x, w, v, eps):
+    """Closed-form Hessian-vector product of $x \\mapsto w \\cdot x ρ$,
+    $ρ = (\\overline{x^2} + ε)^{-1/2}$ (float64): with $p = w\\cdot x$,
+    $Hv = -\\tfrac{ρ^3}{n}[(x\\cdot v)w + (w\\cdot v)x + p\\,v]
+    + \\tfrac{3ρ^5}{n^2}p(x\\cdot v)x$."""
+    n = x.size
+    rho = 1 / np.sqrt(np.mean(x * x) + eps)
+    p = w @ x
+    return (-rho ** 3 / n * ((x @ v) * w + (w @ v) * x + p * v)
+            + 3 * rho ** 5 / n ** 2 * p * (x @ v) * x)
+
+
+def _np_centred_hvp(x, w, v, eps):
+    """The same for the centred form $w \\cdot g(Px)$, $P = I - \\tfrac1n J$: $P H_g(Px) P v$."""
+    centre = lambda a: a - a.mean()  # noqa: E731
+    return centre(_np_rms_hvp(centre(x), w, centre(v), eps))
+
+
+@pytest.mark.parametrize("scale", [1e-16, 1e-22, 1e-30])
+def test_eps_hessian_vector_products_at_inputs_far_below_sqrt_eps(scale):
+    """ε = 1e-5, float32 inputs of size 1e-16 … 1e-30: the HVP (of size ~scale/ε^{3/2},
+    a normal number) matches the float64 closed form. Scaled by max|x| alone, e = √ε/m was
+    huge and the ρ³ of the second derivative underflowed (relative errors 0.4 to 1)."""
+    r = rng(33)
+    eps, n = 1e-5, 5
+    x = np.asarray(scale * r.normal(size=(4, n)), np.float32).astype(np.float64)
+    w, v = r.normal(size=(4, n)), r.normal(size=(4, n))
+
+    def hvp(f):
+        g = jax.grad(lambda a: jnp.sum(jnp.asarray(w, jnp.float32) * f(a)))
+        out = jax.jvp(g, (jnp.asarray(x, jnp.float32),), (jnp.asarray(v, jnp.float32),))[1]
+        return np.asarray(out, np.float64)
+
+    bn, state = eqx.nn.make_with_state(tnn.BatchNorm)(n, eps=eps)
+    cases = {
+        "rms_norm": (lambda a: tf.rms_norm(a, 1.0, eps),
+                     np.stack([_np_rms_hvp(x[i], w[i], v[i], eps) for i in range(4)])),
+        "layer_norm": (lambda a: tf.layer_norm(a, 1.0, 0.0, eps),
+                       np.stack([_np_centred_hvp(x[i], w[i], v[i], eps) for i in range(4)])),
+        "batch_norm": (lambda a: tf.batch_norm(a, 1.0, 0.0, eps),
+                       np.stack([_np_centred_hvp(x[:, j], w[:, j], v[:, j], eps)
+                                 for j in range(n)], 1)),
+    }
+    cases["BatchNorm"] = (lambda a: _batched(bn, a, state)[0], cases["batch_norm"][1])
+    for name, (f, want) in cases.items():
+        got = hvp(f)
+        err = np.abs(got - want).max() / np.abs(want).max()
+        assert err < 1e-5, (name, err)
 
 
 def test_half_precision_running_statistics_do_not_overflow():

@@ -221,15 +221,16 @@ def test_parameter_dtype_must_be_real_floating(make, dtype, library_checks_only)
     weights become 0) and complex ones are not supported: each module says so by name."""
     with pytest.raises(TypeError, match="`dtype` must be a real floating dtype"):
         make(dtype)
-    # the parameters take the dtype (the normalisers' running statistics are kept in
-    # float32 by design, and so is the correlated dropout's random walk, whose matrix
-    # exponential has no half-precision form); other modules without parameters keep
-    # their state in it
+    # the parameters take the dtype (the normalisers' running statistics, InputMeanNorm's
+    # included, are kept in float32 by design: a bfloat16 moving average stalls; so is
+    # the correlated dropout's random walk, whose matrix exponential has no
+    # half-precision form); other modules without parameters keep their state in it
     module = make(jnp.bfloat16)
     leaves = jax.tree.leaves(module, is_leaf=lambda x: isinstance(x, eqx.nn.StateIndex))
     params = [x for x in leaves if eqx.is_inexact_array(x)] or [
         x for x in jax.tree.leaves(eqx.nn.State(module)) if eqx.is_inexact_array(x)]
-    expected = (jnp.float32 if isinstance(module, tnn.CorrelatedIsotropicDropout)
+    expected = (jnp.float32 if isinstance(module, (tnn.CorrelatedIsotropicDropout,
+                                                   tnn.InputMeanNorm))
                 else jnp.bfloat16)
     assert params and all(x.dtype == expected for x in params)
 

@@ -67,23 +67,40 @@ def _affine(who: str, **parameters) -> tuple:
     return tuple(out)
 
 
-def _stop_max(x: Array, axis) -> Array:
-    """A power of two near max|x| along `axis` (kept), gradient stopped, 1 where $x$ is
-    0 (see `power_of_two_near` in `taxdl.nn._numerics`)."""
-    return power_of_two_near(
-        jax.lax.stop_gradient(jnp.max(jnp.abs(x), axis=axis, keepdims=True)))
+def _stop_max(x: Array, axis, floor: float = 0.0) -> Array:
+    """A power of two near max(max|x|, `floor`) along `axis` (kept), gradient stopped, 1
+    where both are 0 (see `power_of_two_near` in `taxdl.nn._numerics`)."""
+    return power_of_two_near(jax.lax.stop_gradient(
+        jnp.maximum(jnp.max(jnp.abs(x), axis=axis, keepdims=True), floor)))
 
 
 def _inverse_root(s: Array, e: Array) -> Array:
-    """$1/\\sqrt{s + e^2}$ for $s, e \\ge 0$ without squaring $e$ (which overflows when a
-    tiny input's ε dominates: $e = \\sqrt ε / \\max|x|$), 0 where both are 0 and NaN
-    where s is; the gradient is finite everywhere else."""
+    """$1/\\sqrt{s + e^2}$ for $s, e \\ge 0$ without overflow or underflow of $e^2$
+    (ε dominating a tiny input: $e = \\sqrt ε / \\max|x|$ may be huge; ε small against a
+    constant one: e may be tiny), 0 where both are 0 and NaN where s is; the gradient is
+    finite everywhere else.
+
+    Where $\\sqrt s > e$ it is $1/(\\sqrt s\\,\\sqrt{1 + (e/\\sqrt s)^2})$. Elsewhere it is
+    $1/(e\\sqrt{1 + s/e^2})$, a function of s itself, not of √s: its derivative in s,
+    $-\\tfrac12(s + e^2)^{-3/2}$, is then exact also where s is 0 or has underflowed to 0
+    (a constant input; $s = \\overline{u^2}$ of $u$ below $10^{-19}$ in float32), where
+    √s has no usable derivative and second derivatives would be lost. $e^2$ is formed only
+    where it is a normal number (XLA rewrites $(s/e)/e$ as $s/e^2$); below that
+    ($e < 10^{-19}$ in float32, where $(s + e^2)^{-3/2}$ overflows anyway) the first form
+    is kept with the roles of √s and e exchanged. `e` is a constant to autodiff (every
+    caller forms it from ε and a gradient-stopped scale): its own partial, which would
+    form e⁴ (flushed to 0 below e ≈ 1e-10 in float32), is not taken."""
+    e = jax.lax.stop_gradient(e)
     a = sqrt_or_zero(s)
-    hi, lo = jnp.maximum(a, e), jnp.minimum(a, e)
-    ok = hi > 0
-    hi_safe = jnp.where(ok, hi, 1)
-    t = lo / hi_safe
-    return jnp.where(ok, 1 / (hi_safe * jnp.sqrt(1 + t * t)), jnp.where(hi != hi, hi, 0))
+    by_s = a > e
+    fine = ~by_s & (e >= math.sqrt(float(jnp.finfo(jnp.result_type(s)).tiny)))
+    coarse = ~by_s & ~fine & (e > 0)
+    hi = jnp.where(by_s, a, jnp.where(coarse, e, 1))
+    t = jnp.where(by_s, e, jnp.where(coarse, a, 0)) / hi
+    e_fine = jnp.where(fine, e, 1)
+    r = jnp.where(fine, 1 / (e_fine * jnp.sqrt(1 + s / (e_fine * e_fine))),
+                  1 / (hi * jnp.sqrt(1 + t * t)))
+    return jnp.where(by_s | (e > 0), r, jnp.where(s != s, s, 0))
 
 
 @ft.partial(jax.jit, static_argnames=("axis", "root_eps", "reduce"))
@@ -91,11 +108,16 @@ def _scaled_standardise(c: Array, axis, root_eps: float = 0.0, reduce: str = "me
     """$c / \\sqrt{\\operatorname{reduce}(c^2) + ε}$ along `axis`, overflow-safe, given
     `root_eps` $= \\sqrt ε$ (a Python number, static).
 
-    $c$ is divided by a power of two $m \\approx \\max|c|$ (gradient stopped; the result
-    does not depend on $m$), so the squares cannot overflow; $\\sqrt ε$ is rescaled by
-    $1/m$ and never squared, so an ε that dominates a tiny input cannot overflow either.
-    The value skips that division (and the pass it costs) when no row needs it
-    (`_standardise`).
+    $c$ is divided by a power of two $m \\approx \\max(\\max|c|, \\sqrt ε)$ (gradient
+    stopped; the result does not depend on $m$), so the squares cannot overflow, and
+    $u = c/m$ and $e = \\sqrt ε/m$ are at most 2 with one of them at least ½: the powers of
+    $ρ = 1/\\sqrt{\\overline{u^2} + e^2}$ that the second derivative forms ($ρ^3$, $ρ^5$)
+    stay in range. (On the scale of $\\max|c|$ alone, $e$ would be huge at inputs far below
+    $\\sqrt ε$ and $ρ^3$ would underflow: Hessian-vector products of float32 inputs of size
+    1e-16 with ε = 1e-5 would lose half their value.) Where √ε dominates, $u^2$ may
+    underflow, which only drops terms below the rounding of $e^2$ (`_inverse_root` keeps
+    the derivative in s). The value skips that division (and the pass it costs) when no
+    row needs it (`_standardise`).
     Where the denominator vanishes (all-zero $c$ with $ε = 0$) the result is $0$ with a
     zero gradient. Computed in `compute_dtype` (float32 for half precisions).
     """
@@ -106,7 +128,7 @@ def _scaled_standardise(c: Array, axis, root_eps: float = 0.0, reduce: str = "me
 
 
 def _standardise_by_max(c: Array, root_eps: float, axis, reduce: str) -> Array:
-    m = _stop_max(c, axis)
+    m = _stop_max(c, axis, root_eps)
     return _standardise_bounded(c / m, axis, root_eps / m, reduce)
 
 
@@ -172,18 +194,19 @@ def _standardise_centred_jvp(axis, primals, tangents):
 @ft.partial(jax.jit, static_argnames=("axis", "eps"))
 def _centred_standardise(x: Array, axis, eps=0.0) -> Array:
     """$(x - \\bar x)/\\sqrt{\\overline{(x - \\bar x)^2} + ε}$ along `axis`, computed on
-    $x/m$ ($m$ a power of two near $\\max|x|$, found from $\\max x$ and $\\min x$) so that
-    neither the mean nor the centred values can overflow: $|x/m| \\le 4$ (m is clamped
-    to the normal range), so the centred values are at most 8 and their squares are
-    summed without a second scaling (which would change no bit: it is by a power of
-    two). At an exactly constant input ($\\max x = \\min x$) the centred values are set
-    to 0 (see `_range`) with the gradient of $x - \\bar x$ kept, so that with ε > 0
-    the gradient there is $(I - \\tfrac1n J)/\\sqrt ε$, as it is nearby."""
+    $x/m$ ($m$ a power of two near $\\max(\\max|x|, \\sqrt ε)$, $\\max|x|$ found from
+    $\\max x$ and $\\min x$; the floor √ε keeps second derivatives in range, see
+    `_scaled_standardise`) so that neither the mean nor the centred values can overflow:
+    $|x/m| \\le 4$ (m is clamped to the normal range), so the centred values are at most
+    8 and their squares are summed without a second scaling (which would change no bit:
+    it is by a power of two). At an exactly constant input ($\\max x = \\min x$) the
+    centred values are set to 0 (see `_range`) with the gradient of $x - \\bar x$ kept, so
+    that with ε > 0 the gradient there is $(I - \\tfrac1n J)/\\sqrt ε$, as it is nearby."""
     x = x.astype(compute_dtype(x.dtype))
     if x.size == 0:  # nothing to standardise (its reductions would have no identity)
         return x
     largest, constant = _range(x, axis)
-    m = power_of_two_near(largest)
+    m = power_of_two_near(jnp.maximum(largest, math.sqrt(eps)))
     u = x / m
     centred = u - jnp.mean(u, axis=axis, keepdims=True)
     residue = jax.lax.stop_gradient(jnp.where(constant, centred, 0))
@@ -454,7 +477,8 @@ def _chi_apply(x, mean, rms, gamma, beta, eps: float):
 @ft.partial(jax.jit, static_argnames=("eps",))
 def _ratio(x, mean, scale, eps):
     """$(x - μ)/\\sqrt{s^2 + ε}$ (elementwise s allowed), overflow-safe: x, μ and s are
-    first divided by their common largest magnitude (gradient stopped). Computed in
+    first divided by a power of two near their common largest magnitude or √ε, whichever
+    is larger (gradient stopped; see `_scaled_standardise`). Computed in
     `compute_dtype(x.dtype)` (statistics of any dtype), returned in x's dtype."""
     work = compute_dtype(x.dtype)
     mean, scale = jnp.asarray(mean, work), jnp.asarray(scale, work)
@@ -464,7 +488,7 @@ def _ratio(x, mean, scale, eps):
     # a scalar μ is shared by every feature: its magnitude is the largest one itself
     mean_max = jnp.max(jnp.abs(mean), axis=-1, keepdims=True) if mean.ndim else jnp.abs(mean)
     m = jnp.maximum(jnp.maximum(jnp.max(jnp.abs(x), axis=-1, keepdims=True), mean_max),
-                    jnp.max(jnp.abs(scale)))
+                    jnp.maximum(jnp.max(jnp.abs(scale)), math.sqrt(eps)))
     m = power_of_two_near(jax.lax.stop_gradient(m))
     c = x / m - mean / m
     sc = scale / m
@@ -501,17 +525,19 @@ def chi_statistics(x: Float[Array, "b n"]) -> tuple[Float[Array, " n"], Float[Ar
     return (mu * m).astype(dtype), rms.astype(dtype)
 
 
-def _scaled_centred_batch(x):
-    """The batch (axis 0) on the scale $m$, a power of two near max|x| (gradient
-    stopped): $(μ/m,\\ c = (x - μ)/m,\\ s = \\mathbb E_B\\|c\\|^2,\\ m)$, with |c| ≤ 8 (see
-    `_centred_standardise`), so that neither the mean nor the squares overflow. A
-    constant batch has c = 0 exactly, with the gradient of x − μ kept."""
+def _scaled_centred_batch(x, floor: float = 0.0):
+    """The batch (axis 0) on the scale $m$, a power of two near max(max|x|, `floor`)
+    (gradient stopped; `floor` = √ε keeps second derivatives in range, see
+    `_scaled_standardise`): $(μ/m,\\ c = (x - μ)/m,\\ s = \\mathbb E_B\\|c\\|^2,\\ m)$,
+    with |c| ≤ 8 (see `_centred_standardise`), so that neither the mean nor the squares overflow. A
+    coordinate constant over the batch (identical rows: every coordinate) has c = 0
+    exactly, with the gradient of x − μ kept."""
     largest, constant = _range(x, 0)
-    m = power_of_two_near(jnp.max(largest))
+    m = power_of_two_near(jnp.maximum(jnp.max(largest), floor))
     u = x / m
     mu = jnp.mean(u, axis=0)
     centred = u - mu
-    residue = jax.lax.stop_gradient(jnp.where(jnp.all(constant), centred, 0))
+    residue = jax.lax.stop_gradient(jnp.where(constant, centred, 0))
     c = centred - residue
     return mu, c, jnp.mean(jnp.sum(c * c, axis=-1)), m
 
@@ -592,7 +618,7 @@ def _chi_ratio(x, eps: float):
     dtype's range (√n·max|x|) for batches near its largest number although the ratio
     does not. A constant batch gives 0 with the gradient of x − μ kept, as
     `_centred_standardise` does."""
-    _, c, s, m = _scaled_centred_batch(x)
+    _, c, s, m = _scaled_centred_batch(x, math.sqrt(eps))
     return c * _inverse_root(s, math.sqrt(eps) / m)
 
 

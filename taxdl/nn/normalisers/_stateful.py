@@ -10,6 +10,7 @@ of App. A.1.1) or the `random_call` hook (the state after a random history of st
 """
 
 import abc
+import math
 from collections.abc import Callable, Hashable
 from typing import ClassVar
 
@@ -85,47 +86,68 @@ def _debias(hidden, count, momentum):
     return hidden / scale
 
 
-def _scaled_batch_mean(x, axis_name, reduce):
+def _scaled_batch_mean(x, axis_name, reduce, floor: float = 0.0):
     """(μ/m, m): the batch mean over the named axis divided by m, a power of two near the
     batch's largest |x| (`reduce` = `jnp.max` for one scale, identity for one per
-    coordinate; gradient stopped), so that the sum cannot overflow."""
+    coordinate; gradient stopped) or `floor` if that is larger, so that the sum cannot
+    overflow."""
     big = jax.lax.pmax(jax.lax.stop_gradient(reduce(jnp.abs(x))), axis_name)
-    big = power_of_two_near(big)
+    big = power_of_two_near(jnp.maximum(big, floor))
     return jax.lax.pmean(x / big, axis_name), big
 
 
-def _batch_centre(x, axis_name, reduce):
+def _batch_centre(x, axis_name, reduce, floor: float = 0.0):
     """Batch mean over the named axis and the centred example, overflow-safe: returns
-    (μ, (x − μ)/m, m) with m the batch's largest |x − μ| (`reduce` = `jnp.max` for one
-    scale, identity for one scale per coordinate), gradients stopped through m.
+    (μ, (x − μ)/m, m) with m a power of two near the batch's largest |x| or `floor`,
+    whichever is larger (`reduce` = `jnp.max` for one scale, identity for one scale per
+    coordinate), gradients stopped through m; |x − μ|/m < 2.
 
-    A batch without spread (every coordinate constant over the batch, or per coordinate)
-    is centred to exactly 0, not to the rounding error of its mean (see `_range` in
-    `_functional`); the test is exact, so any genuine spread is kept. Computed in
-    `compute_dtype` (float32 for half precisions)."""
+    A coordinate that is constant over the batch (identical rows: every coordinate) is
+    centred to exactly 0, not to the rounding error of its mean (see `_range` in
+    `_functional`), with the gradient of $x - μ$ kept (so that with ε > 0 the Jacobian
+    there is $(I - \\tfrac1B J)/\\sqrt{ρ^2 + ε}$, as nearby); the test is exact, so any
+    genuine spread is kept. Computed in `compute_dtype` (float32 for half precisions)."""
     x = x.astype(compute_dtype(x.dtype))
-    mean_u, big = _scaled_batch_mean(x, axis_name, reduce)
+    mean_u, big = _scaled_batch_mean(x, axis_name, reduce, floor)
     xs = jax.lax.stop_gradient(x)
     constant = jax.lax.pmax(xs, axis_name) == jax.lax.pmin(xs, axis_name)
-    if reduce is jnp.max:
-        constant = jnp.all(constant)
-    cu = jnp.where(constant, 0, x / big - mean_u)
-    k = jax.lax.pmax(jax.lax.stop_gradient(reduce(jnp.abs(cu))), axis_name)
-    k = power_of_two_near(k)
-    return mean_u * big, cu / k, k * big
+    centred = x / big - mean_u
+    return mean_u * big, centred - jax.lax.stop_gradient(jnp.where(constant, centred, 0)), big
 
 
-def _batch_statistics(x, axis_name, who: str, per_coordinate: bool):
-    """The batch mean over the named `vmap` axis and the batch RMS of $x - μ_B$: one
+def _batch_statistics(x, axis_name, who: str, per_coordinate: bool, eps: float):
+    """The batch mean over the named `vmap` axis, the batch RMS of $x - μ_B$ (one
     magnitude $\\sqrt{\\mathbb E_B\\|x - μ_B\\|^2}$, or one standard deviation per
-    coordinate (`per_coordinate`). Zero (not NaN) for a batch without spread."""
+    coordinate with `per_coordinate`; zero, not NaN, for a batch without spread) and the
+    standardised example $(x - μ_B)/\\sqrt{s^2 + ε}$.
+
+    The last is formed from the centred values of `_batch_centre`,
+    $c\\,/\\sqrt{\\mathbb E_B c^2 + ε/m^2}$ with $c = (x - μ_B)/m$ (as `chi_norm` does),
+    not by subtracting the rounded μ_B from x again: a coordinate constant over the batch
+    then gives exactly 0 (the output β) whatever ε, where $x - \\mathrm{fl}(μ_B)$ is a
+    rounding error that ε > 0 does not cancel (≈ −2.5 at x = 1e5, ε = 1e-5). Its one
+    scale m is near max(max|x|, √ε), as in `_scaled_standardise`: c and $\\sqrt ε/m$ are
+    then at most 2 and not both small, so second derivatives stay in range for inputs far
+    below √ε (a second scaling, of c by its own largest entry, would put factors of its
+    ratio to m, ~1e-28 at inputs of 1e-30, into products that underflow before the
+    compensating 1/m is applied). The statistic s is taken from c rescaled by a power of
+    two near its batch maximum (gradient irrelevant: it is recorded, not differentiated),
+    so that its squares keep full precision."""
     reduce = (lambda a: a) if per_coordinate else jnp.max
+
+    def mean_square(c):
+        return jax.lax.pmean(c * c if per_coordinate else jnp.sum(c * c), axis_name)
+
+    root = math.sqrt(eps)
     try:
-        mean, c, m = _batch_centre(x, axis_name, reduce)
-        s = jax.lax.pmean(c * c if per_coordinate else jnp.sum(c * c), axis_name)
+        mean, c, m = _batch_centre(x, axis_name, reduce, root)
+        k = power_of_two_near(
+            jax.lax.pmax(jax.lax.stop_gradient(reduce(jnp.abs(c))), axis_name))
+        scale = sqrt_or_zero(mean_square(c / k)) * (k * m)
+        ratio = c * F._inverse_root(mean_square(c), root / m)
     except NameError as err:
         raise NameError(_unbound(who, axis_name)) from err
-    return mean, sqrt_or_zero(s) * m
+    return mean, scale, ratio
 
 
 def _ema(hidden, value, momentum):
@@ -184,10 +206,12 @@ class _AbstractDataNormaliser(AbstractNormaliser, eqx.nn.StatefulLayer):
     beta: eqx.AbstractVar[Array]
     state_index: eqx.AbstractVar[eqx.nn.StateIndex]
     # per-coordinate statistics (else a mean vector and one scalar scale); the statistics
-    # of an explicit batch; the per-example map with given statistics
+    # of an explicit batch; the per-example map with given statistics; the constant
+    # factor (of n) between γ and the standardised (x − μ)/√(s² + ε) in that map
     per_coordinate: eqx.AbstractClassVar[bool]
     statistics_of: eqx.AbstractClassVar[Callable]
     apply_statistics: eqx.AbstractClassVar[Callable]
+    ratio_gain: eqx.AbstractClassVar[Callable]
 
     @abc.abstractmethod
     def statistics(self, state: eqx.nn.State) -> tuple[Array, Array]:
@@ -207,13 +231,15 @@ class _AbstractDataNormaliser(AbstractNormaliser, eqx.nn.StatefulLayer):
             # there, so a half-precision gradient that overflows is ±inf, not inf − inf
             d, work = x.dtype, compute_dtype(x.dtype)
             x = x.astype(work)
+            gamma, beta = self.gamma.astype(work), self.beta.astype(work)
             if inference:
                 mean, scale = (a.astype(work) for a in self.statistics(state))
+                y = self.apply_statistics(x, mean, scale, gamma, beta, self.eps)
             else:
-                mean, scale = _batch_statistics(x, self.axis_name, who, self.per_coordinate)
+                mean, scale, ratio = _batch_statistics(x, self.axis_name, who,
+                                                       self.per_coordinate, self.eps)
                 state = _record(state, self.state_index, self.momentum, mean, scale)
-            y = self.apply_statistics(x, mean, scale, self.gamma.astype(work),
-                                      self.beta.astype(work), self.eps)
+                y = gamma * (self.ratio_gain(self.n) * ratio) + beta
             return y.astype(d), state
 
 
@@ -268,6 +294,7 @@ class ChiNorm(_AbstractDataNormaliser):
     per_coordinate: ClassVar[bool] = False
     statistics_of: ClassVar[Callable] = staticmethod(F.chi_statistics)
     apply_statistics: ClassVar[Callable] = staticmethod(F.chi_apply)
+    ratio_gain: ClassVar[Callable] = staticmethod(F.chi_scale)  # √n/E_χn (eq 45)
 
     def __init__(self, n: IntLike, axis_name: Hashable = "batch", eps: RealLike = 1e-5,
                  momentum: RealLike = 0.99, inference: bool = False, *, dtype=jnp.float32):
@@ -323,6 +350,7 @@ class BatchNorm(_AbstractDataNormaliser):
     per_coordinate: ClassVar[bool] = True
     statistics_of: ClassVar[Callable] = staticmethod(F.batch_statistics)
     apply_statistics: ClassVar[Callable] = staticmethod(F.batch_apply)
+    ratio_gain: ClassVar[Callable] = staticmethod(lambda n: 1.0)
 
     def __init__(self, n: IntLike, axis_name: Hashable = "batch", eps: RealLike = 1e-5,
                  momentum: RealLike = 0.99, inference: bool = False, *, dtype=jnp.float32):
@@ -414,7 +442,10 @@ class MagnitudeEMANorm(AbstractNormaliser, eqx.nn.StatefulLayer):
             norm = jax.lax.stop_gradient(safe_norm(x.astype(compute_dtype(d))))
             if self.axis_name is not None:
                 try:
-                    norm = jax.lax.pmean(norm, self.axis_name)
+                    # the batch mean of the norms on the scale of the largest (a plain
+                    # pmean sums first: 64 norms of 1e37 overflow float32)
+                    mean_u, big = _scaled_batch_mean(norm, self.axis_name, lambda a: a)
+                    norm = mean_u * big
                 except NameError as err:
                     raise NameError(_unbound("MagnitudeEMANorm", self.axis_name)) from err
             count, hidden = state.get(self.state_index)
