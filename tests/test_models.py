@@ -513,6 +513,34 @@ def test_residual_block_reports_and_applies_its_inner_symmetries():
                            np.asarray(block.inner.layers[0].weight))
 
 
+@pytest.mark.parametrize("act, group", [(tnn.Tanh, B), (tnn.IsotropicTanh, O)])
+def test_equinox_sequential_has_the_parameter_symmetries_of_taxdl_sequential(act, group):
+    # taxdl.taxonomy accepts an eqx.nn.Sequential of tagged parts; its parameter symmetries
+    # are those of the same chain in a taxdl.nn.Sequential, and applying one keeps f
+    k0, k1 = jax.random.split(jax.random.key(0))
+    layers = [tnn.Linear(3, N, key=k0), act(), tnn.Linear(N, 3, key=k1)]
+    plain, ours = eqx.nn.Sequential(layers), tnn.Sequential(layers)
+    syms = tnn.parameter_symmetries(plain)
+    assert [str(s) for s in syms] == [str(s) for s in tnn.parameter_symmetries(ours)]
+    assert [s.site for s in syms] == [1]
+    x = np.array([0.3, -1.0, 2.0])
+    np.testing.assert_allclose(tnn.hidden_states(plain, jnp.asarray(x, jnp.float32), 1),
+                               np_chain(layers[:1], x), rtol=1e-5, atol=1e-6)
+    for model in (plain, tnn.Residual(plain)):
+        moved = tnn.apply_hidden(model, 1, group(N).sample(jax.random.key(1), 1)[0])
+        assert type(moved) is type(model)
+        moved_layers = moved.layers if model is plain else moved.inner.layers
+        assert not leaves_close(tuple(layers), tuple(moved_layers), 1e-2)
+        np.testing.assert_allclose(np_chain(moved_layers, x), np_chain(layers, x),
+                                   rtol=1e-5, atol=1e-6)
+
+
+def test_parameter_symmetries_name_the_models_they_take(library_checks_only):
+    with pytest.raises(TypeError, match="`model` must be a taxdl.nn.Sequential, taxdl.nn.MLP "
+                       "or equinox.nn.Sequential .*got equinox\\..*Linear"):
+        tnn.parameter_symmetries(eqx.nn.Linear(3, 3, key=jax.random.key(0)))
+
+
 def test_mlp_norm_by_name_receives_a_key_when_it_has_parameters_to_draw():
     """IsotropicLayerNorm draws its bottleneck (Haar) at construction: given by name, it
     gets a key derived from its layer's, so the model is reproducible from `key`."""

@@ -82,3 +82,51 @@ def test_figures_render(tmp_path):
 def test_figures_reject_empty_inputs(draw, match):
     with pytest.raises(ValueError, match=match + " must be non-empty"):
         draw()
+
+
+@pytest.mark.parametrize("direction, match", [
+    ([np.nan, 1.0], "`direction` must be finite"),
+    ([np.inf, 1.0], "`direction` must be finite"),
+    ([[1.0, 0.0]], "`direction` must be a vector of shape \\(n,\\)"),
+])
+def test_deflection_refuses_a_bad_direction(direction, match):
+    with pytest.raises(ValueError, match=match):
+        plot.deflection(tnn.Tanh(), [0.5, 1.0], direction)
+
+
+def test_deflection_refuses_a_map_that_changes_the_dimension():
+    with pytest.raises(ValueError, match="`f` must map ℝ\\^2 → ℝ\\^2 .*shape \\(1,\\)"):
+        plot.deflection(lambda x: x[:1], [1.0], [1.0, 1.0])
+
+
+def _ring(points=8):
+    t = np.linspace(0.0, 2 * np.pi, points)
+    return np.stack([np.cos(t), np.sin(t), 0 * t], 1)
+
+
+@pytest.mark.parametrize("draw, error, match", [
+    (lambda: plot.plane_figure({}, extent=-1.0), ValueError, "`extent` must be a finite "
+     "number > 0, got -1.0"),
+    (lambda: plot.plane_figure({}, extent=0.0), ValueError, "`extent` must be a finite "
+     "number > 0"),
+    (lambda: plot.plane_figure({}, extent=np.inf), ValueError, "`extent`"),
+    (lambda: plot.plane_shapes(extent="3"), TypeError, "`extent` must be a number"),
+    (lambda: plot.rotation_figure({"m": lambda x: x}, np.eye(3), _ring()), ValueError,
+     "`rings` must have shape \\(rings, points, 3\\), got \\(8, 3\\)"),
+    (lambda: plot.rotation_figure({"m": lambda x: x}, np.eye(2), _ring()[None]), ValueError,
+     "`rotation` must be a 3×3 matrix, got shape \\(2, 2\\)"),
+    (lambda: plot.rotation_figure({"m": lambda x: x[:2]}, np.eye(3), _ring()[None]),
+     ValueError, "`models\\['m'\\]` must map ℝ\\^3 → ℝ\\^3"),
+    (lambda: plot.learning_curves_figure({"t": {"m": {"step": [0, 1], "loss": [[1, 2]]}}}),
+     ValueError, "`curves\\['t'\\]\\['m'\\]` has no 'test_loss' series \\(the `metric` "
+     "drawn\\); it has \\['loss', 'step'\\]"),
+    (lambda: plot.learning_curves_figure({"t": {"m": {"loss": [[1, 2]]}}}, "loss"),
+     ValueError, "has no 'step' series"),
+    (lambda: plot.learning_curves_figure({"t": {"m": {"step": [0, 1], "loss": [1, 2, 3]}}},
+                                         "loss"),
+     ValueError, "'loss' of shape \\(seeds, points\\).*got \\(2,\\) and \\(3,\\)"),
+])
+def test_figures_refuse_bad_inputs_by_name(draw, error, match, library_checks_only):
+    pytest.importorskip("matplotlib")
+    with pytest.raises(error, match=match):
+        draw()

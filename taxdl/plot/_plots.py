@@ -36,6 +36,25 @@ def _non_empty(value, name: str) -> None:
         raise ValueError(f"`{name}` must be non-empty: there is nothing to draw.")
 
 
+def _positive(value: Any, name: str) -> float:
+    """`value` as a float, refused by name unless it is a finite number > 0."""
+    a = np.asarray(value)
+    if a.ndim != 0 or a.dtype.kind not in "iuf":
+        raise TypeError(f"`{name}` must be a number, got {value!r}.")
+    value = float(a)
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"`{name}` must be a finite number > 0, got {value}.")
+    return value
+
+
+def _check_image(y: np.ndarray, shape: tuple[int, ...], name: str, n: int) -> None:
+    """A clear error for a map that does not send ℝⁿ to ℝⁿ (NumPy's is about matmul)."""
+    if y.shape != shape:
+        raise ValueError(f"{name} must map ℝ^{n} → ℝ^{n} (one unbatched vector of shape "
+                         f"({n},) to one of the same shape), got an output of shape "
+                         f"{y.shape[1:]}.")
+
+
 def _apply(f: Callable, points: np.ndarray) -> np.ndarray:
     """`f` on each row of `points`, in one compiled call."""
     import equinox as eqx
@@ -72,14 +91,22 @@ def deflection(f: Callable, alphas: Any, direction: Any) -> np.ndarray:
     **Returns:** θ in radians for each α (NaN where $\\mathbf f(α\\hat x) = 0$). An
     isotropic activation $σ(\\|x\\|)\\hat x$ with σ > 0 gives θ ≡ 0 for every direction; an
     elementwise one bends lines that are not along a symmetry axis.
+
+    **Raises:** `ValueError` when `direction` is not a finite non-zero vector, or when `f`
+    does not return a vector of the same shape.
     """
     d = np.asarray(direction, np.float64)
+    if d.ndim != 1 or d.size == 0:
+        raise ValueError(f"`direction` must be a vector of shape (n,), got shape {d.shape}.")
+    if not np.all(np.isfinite(d)):
+        raise ValueError(f"`direction` must be finite, got {d}.")
     norm = np.linalg.norm(d)
-    if d.ndim != 1 or norm == 0:
-        raise ValueError(f"`direction` must be a non-zero vector, got shape {d.shape}.")
+    if norm == 0:
+        raise ValueError(f"`direction` must be a non-zero vector, got {d}.")
     d = d / norm
     a = np.asarray(alphas, np.float64).reshape(-1)
     y = _apply(f, a[:, None] * d[None, :])
+    _check_image(y, (len(a), len(d)), "`f`", len(d))
     along = y @ d
     across = np.linalg.norm(y - along[:, None] * d[None, :], axis=1)
     # atan2 of the two components is the same angle as eq 7's arccos, but accurate for
@@ -130,7 +157,8 @@ def deflection_figure(activations: Mapping[str, Callable], alphas: Any = None,
 def plane_shapes(extent: float = 3.0, num: int = 400) -> dict[str, list[np.ndarray]]:
     """The shapes of the isotropic paper's Fig. 1 as polylines in ℝ²: concentric circles
     (`"circles"`), lines through the origin (`"lines"`), parallel lines (`"parallel"`) and
-    the coordinate axes (`"axes"`)."""
+    the coordinate axes (`"axes"`), in the square of half-width `extent` (> 0)."""
+    extent = _positive(extent, "extent")
     t = np.linspace(0.0, 2 * np.pi, num)
     s = np.linspace(-extent, extent, num)
     circles = [r * np.stack([np.cos(t), np.sin(t)], 1) for r in np.linspace(extent / 6,
@@ -155,14 +183,18 @@ def plane_figure(activations: Mapping[str, Callable] | None = None, extent: floa
 
     - `activations`: name → map ℝ² → ℝ²; default elementwise tanh and isotropic tanh
       (`taxdl.nn.Tanh`, `taxdl.nn.IsotropicTanh`), as in the paper.
-    - `extent`: half-width of the square drawn.
+    - `extent`: half-width of the square drawn (a finite number > 0).
 
     Elementwise tanh bends the green lines towards the corners of its image square
     (neural refraction); isotropic tanh keeps them straight and the circles round. The
     coordinate axes stay untransformed (faint), as in the paper.
 
     **Returns:** a matplotlib `Figure`.
+
+    **Raises:** `ValueError` when `extent` is not a finite number > 0 (`TypeError` when
+    it is not a number).
     """
+    extent = _positive(extent, "extent")
     if activations is None:
         from ..nn import IsotropicTanh, Tanh
 
@@ -205,11 +237,25 @@ def learning_curves_figure(curves: Mapping[str, Mapping[str, Mapping[str, Any]]]
 
     **Returns:** a matplotlib `Figure`.
 
-    **Raises:** `ValueError` when `curves`, or a task's models, is empty.
+    **Raises:** `ValueError` when `curves`, or a task's models, is empty, and when a
+    model's curves lack `"step"` or `metric` or their shapes do not match.
     """
     _non_empty(curves, "curves")
     for task, models in curves.items():
         _non_empty(models, f"curves[{task!r}]")
+        for name, c in models.items():
+            where = f"curves[{task!r}][{name!r}]"
+            for key, what in (("step", ""), (metric, " (the `metric` drawn)")):
+                if key not in c:
+                    raise ValueError(f"`{where}` has no {key!r} series{what}; it has "
+                                     f"{sorted(map(str, c))}.")
+            step = np.asarray(c["step"])
+            vals = np.asarray(c[metric])
+            if step.ndim != 1 or vals.ndim not in (1, 2) or vals.shape[-1] != len(step):
+                raise ValueError(
+                    f"`{where}` must hold \"step\" of shape (points,) and {metric!r} of "
+                    f"shape (seeds, points) or (points,), got {step.shape} and "
+                    f"{vals.shape}.")
     fig = _figure(4.0 * len(curves), 3.2)
     axes = fig.subplots(1, len(curves), squeeze=False)[0]
     for ax, (task, models) in zip(axes, curves.items()):
@@ -248,16 +294,23 @@ def rotation_figure(models: Mapping[str, Callable], rotation: Any, rings: Any,
 
     **Returns:** a matplotlib `Figure`.
 
-    **Raises:** `ValueError` when `models` is empty.
+    **Raises:** `ValueError` when `models` is empty, when `rotation` or `rings` has the
+    wrong shape, and when a model does not map ℝ³ → ℝ³.
     """
     _non_empty(models, "models")
     r = np.asarray(rotation, np.float64)
     rings = np.asarray(rings, np.float64)
+    if r.shape != (3, 3):
+        raise ValueError(f"`rotation` must be a 3×3 matrix, got shape {r.shape}.")
+    if rings.ndim != 3 or rings.shape[2] != 3:
+        raise ValueError(f"`rings` must have shape (rings, points, 3), got {rings.shape}.")
     fig = _figure(2.8 * len(models), 3.0)
     axes = fig.subplots(1, len(models), squeeze=False)[0]
     colours = ["tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple"]
     for ax, (name, f) in zip(axes, models.items()):
         images = _apply_curves(f, list(rings))
+        for image in images:
+            _check_image(image, rings.shape[1:], f"`models[{name!r}]`", 3)
         for i, ring in enumerate(rings):
             back = images[i] @ r  # Rᵀ f(x), row-wise
             c = colours[i % len(colours)]

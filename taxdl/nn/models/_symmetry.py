@@ -3,6 +3,7 @@ changing the function, and how to apply one of their elements."""
 
 from typing import Any
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -20,18 +21,19 @@ L, R = Flavour.LEFT, Flavour.RIGHT
 def _layers(model: Any) -> tuple[Any, ...]:
     if isinstance(model, MLP):
         return model.layers.layers
-    if isinstance(model, Sequential):
-        return model.layers
-    if isinstance(model, Residual) and isinstance(model.inner, (MLP, Sequential)):
+    if isinstance(model, (Sequential, eqx.nn.Sequential)):
+        # an eqx.nn.Sequential of tagged parts gets the same chain rules (taxdl.taxonomy)
+        return tuple(model.layers)
+    if isinstance(model, Residual) and isinstance(model.inner, (MLP, Sequential,
+                                                                eqx.nn.Sequential)):
         # x + h(x): a reparameterisation of h that keeps h keeps the block
         return _layers(model.inner)
-    raise TypeError(f"expected a taxdl.nn.Sequential or MLP (or a Residual around one), got "
-                    f"{type(model).__name__}.")
+    raise TypeError(f"`model` must be a taxdl.nn.Sequential, taxdl.nn.MLP or "
+                    f"equinox.nn.Sequential (or a taxdl.nn.Residual around one), got "
+                    f"{type(model).__module__}.{type(model).__qualname__}.")
 
 
 def _rebuild(model: Any, layers: tuple[Any, ...]) -> Any:
-    import equinox as eqx
-
     if isinstance(model, Residual):
         return eqx.tree_at(lambda m: m.inner, model, _rebuild(model.inner, layers))
     if isinstance(model, MLP):
@@ -40,9 +42,10 @@ def _rebuild(model: Any, layers: tuple[Any, ...]) -> Any:
 
 
 def parameter_symmetries(model: Any) -> list[ParameterSymmetry]:
-    """The parameter symmetries of a [`Sequential`][taxdl.nn.Sequential] or
-    [`MLP`][taxdl.nn.MLP] (or a [`Residual`][taxdl.nn.Residual] block around one: the
-    sites of its inner map), one per hidden site with a non-trivial group.
+    """The parameter symmetries of a [`Sequential`][taxdl.nn.Sequential],
+    [`MLP`][taxdl.nn.MLP] or `eqx.nn.Sequential` of tagged parts (or a
+    [`Residual`][taxdl.nn.Residual] block around one: the sites of its inner map), one per
+    hidden site with a non-trivial group.
 
     Site i is the hidden space between parts i − 1 and i. The parts before it are closed on
     the left and the parts after it on the right under G (by the composition rules: with
@@ -117,7 +120,9 @@ def apply_hidden(model: Any, site: int, element: Any, group: AbstractGroup | Non
 
     **Arguments:**
 
-    - `model`: a [`Sequential`][taxdl.nn.Sequential] or [`MLP`][taxdl.nn.MLP].
+    - `model`: a [`Sequential`][taxdl.nn.Sequential], [`MLP`][taxdl.nn.MLP] or
+      `eqx.nn.Sequential` of tagged parts (or a [`Residual`][taxdl.nn.Residual] around
+      one).
     - `site`: the hidden space between parts `site − 1` and `site` (see
       [`parameter_symmetries`][taxdl.nn.parameter_symmetries]).
     - `element`: a `taxdl.groups.Element`, a matrix, or a permutation (integer vector).
