@@ -114,6 +114,32 @@ def check_unit_activation(activation, width: int, who: str) -> None:
         "layers instead (MLP(..., parameterization='standard')).")
 
 
+class _FixedActivation(eqx.Module):
+    """A plain callable σ (a function, `functools.partial`, ...: a single pytree leaf
+    that is not an array), held in a static field."""
+
+    fn: Callable = eqx.field(static=True)
+
+    def __call__(self, z):
+        return self.fn(z)
+
+
+def _activation_field(activation):
+    """What a GmP layer stores for σ, in a normal (not static) field: an activation that
+    is a pytree node (an `eqx.Module`) as it is, so that its arrays (e.g. a trainable
+    gain) are leaves of the layer, trained with it and traced by `jax.jit`; a plain
+    callable, a leaf that is not a JAX type, wrapped static, so that the layer's leaves
+    stay arrays (`jax.grad` and `jax.jit` take the layer as they did)."""
+    leaves = jax.tree.leaves(activation)
+    if len(leaves) == 1 and leaves[0] is activation and not eqx.is_array(activation):
+        return _FixedActivation(activation)
+    return activation
+
+
+def _activation_of(field):
+    return field.fn if isinstance(field, _FixedActivation) else field
+
+
 def _known(activation, flag: bool | None, known, group, name: str, who: str) -> bool:
     """`flag` when given; else whether `activation` is one of the `known` functions or a
     tagged activation whose algebraic E cell contains `group`."""
@@ -255,7 +281,10 @@ class GmPLinear(AbstractLayer):
       of the units, elementwise (ReLU, tanh) or isotropic (`IsotropicTanh`, `Squash`),
       as the per-unit parameterisation and its symmetries require. A taxdl activation
       whose algebraic E cell does not contain Sₙ (CoLU, RCoLU mix units within a cone)
-      raises `ValueError`; an untagged callable is taken to be elementwise.
+      raises `ValueError`; an untagged callable is taken to be elementwise. An
+      activation module holding arrays (e.g. a gain shared by all units) is part of the
+      layer's pytree (field `sigma`), so its arrays are trained with the layer; a
+      plain function is kept static. The property `activation` gives σ as passed.
     - `positively_homogeneous`: whether σ(c·s) = c·σ(s) for c > 0 (decides the right
       closure); default: true for `jax.nn.relu` and `jax.nn.leaky_relu`, and for a taxdl
       activation whose algebraic E cell contains ℝ×₊ (e.g. `taxdl.nn.ReLU()`).
@@ -276,7 +305,8 @@ class GmPLinear(AbstractLayer):
     sign: Int[Array, " out"] | None
     in_features: int = eqx.field(static=True)
     out_features: int = eqx.field(static=True)
-    activation: Callable = eqx.field(static=True)
+    # σ as a pytree node (see `_activation_field`); the property `activation` gives σ
+    sigma: Callable
     positively_homogeneous: bool = eqx.field(static=True)
     odd: bool = eqx.field(static=True)
 
@@ -285,7 +315,7 @@ class GmPLinear(AbstractLayer):
                  positively_homogeneous: bool | None = None, odd: bool | None = None):
         self.in_features = check_int(in_features, "in_features", who="GmPLinear")
         self.out_features = check_int(out_features, "out_features", who="GmPLinear")
-        self.activation = _check_activation(activation, "GmPLinear")
+        self.sigma = _activation_field(_check_activation(activation, "GmPLinear"))
         check_unit_activation(activation, self.out_features, "GmPLinear")
         self.positively_homogeneous = _known(activation, positively_homogeneous,
                                              _POSITIVELY_HOMOGENEOUS, Scaling(positive=True),
@@ -300,6 +330,12 @@ class GmPLinear(AbstractLayer):
         """The angles one row per unit, `(out_features, in_features − 1)` (a transposed
         copy of `theta_t`)."""
         return _angle_rows(self, "GmPLinear")
+
+    @property
+    def activation(self) -> Callable:
+        """σ, as given (an activation module's arrays are leaves of the layer, in the
+        field `sigma`; a plain function is held there static)."""
+        return _activation_of(self.sigma)
 
     @property
     def taxonomy(self) -> Taxonomy:
@@ -441,7 +477,7 @@ class GmPConv(AbstractLayer):
     stride: tuple[int, int] = eqx.field(static=True)
     padding: str | tuple = eqx.field(static=True)
     dilation: tuple[int, int] = eqx.field(static=True)
-    activation: Callable = eqx.field(static=True)
+    sigma: Callable  # as in GmPLinear
     positively_homogeneous: bool = eqx.field(static=True)
     odd: bool = eqx.field(static=True)
 
@@ -456,7 +492,7 @@ class GmPConv(AbstractLayer):
         self.stride = _pair(stride, "stride", who, 1)
         self.dilation = _pair(dilation, "dilation", who, 1)
         self.padding = _padding(padding, who)
-        self.activation = _check_activation(activation, who)
+        self.sigma = _activation_field(_check_activation(activation, who))
         check_unit_activation(activation, self.out_channels, who)
         self.positively_homogeneous = _known(activation, positively_homogeneous,
                                              _POSITIVELY_HOMOGENEOUS, Scaling(positive=True),
@@ -474,6 +510,11 @@ class GmPConv(AbstractLayer):
         return _angle_rows(self, "GmPConv")
 
     @property
+    def activation(self) -> Callable:
+        """σ, as given (see `GmPLinear.activation`)."""
+        return _activation_of(self.sigma)
+
+    @property
     def taxonomy(self) -> Taxonomy:
         unpadded = self.padding == "VALID" or self.padding == ((0, 0), (0, 0))
         return _gmp_taxonomy(self.positively_homogeneous, self.odd, shifts=unpadded)
@@ -486,6 +527,30 @@ class GmPConv(AbstractLayer):
         # the directions as columns, (fan_in, out), need no transposition as IHWO filters
         u = direction_columns(self.theta_t, self.sign)
         return u.reshape(self.in_channels, *self.kernel_size, self.out_channels)
+
+    def _min_spatial(self) -> tuple[int, int]:
+        """The smallest input height and width with a non-empty output: the dilated
+        kernel $d(k - 1) + 1$ less the padding on that axis ("SAME": 1)."""
+        sizes = []
+        for axis in range(2):
+            if self.padding == "SAME":
+                sizes.append(1)
+                continue
+            pads = 0 if self.padding == "VALID" else sum(self.padding[axis])
+            span = self.dilation[axis] * (self.kernel_size[axis] - 1) + 1
+            sizes.append(max(span - pads, 1))
+        return sizes[0], sizes[1]
+
+    def _check_spatial(self, shape) -> None:
+        """A `ValueError` for an image smaller than the (dilated, padded) kernel, whose
+        output would be empty: an empty array, not an error, from the convolution."""
+        for name, size, least in zip(("height", "width"), shape, self._min_spatial()):
+            if size < least:
+                raise ValueError(
+                    f"GmPConv: input {name} {size} is smaller than the dilated kernel: "
+                    f"kernel_size {self.kernel_size} with dilation {self.dilation} and "
+                    f"padding {self.padding!r} needs at least {least}, else the output "
+                    "is empty.")
 
     @named_scope("taxdl.GmPConv")
     def __call__(self, x: Real[Array, "c h w"], *, key=None) -> Float[Array, "o hh ww"]:
@@ -504,6 +569,7 @@ class GmPConv(AbstractLayer):
                 jnp.finfo(dtype).bits:
             dtype = x.dtype
         x = x.astype(dtype)
+        self._check_spatial(x.shape[1:])
         y = jax.lax.conv_general_dilated(
             x[None], self._filters_ihwo().astype(dtype), window_strides=self.stride,
             padding=self.padding, rhs_dilation=self.dilation,
@@ -635,8 +701,12 @@ _CONV_CHECK_SIZE = 4
 
 @signature.register
 def _(layer: GmPConv, n=None) -> Signature:
-    """Channels-last images `(H, W, in_channels)` (see `as_function`)."""
-    return Signature(((_CONV_CHECK_SIZE, _CONV_CHECK_SIZE, layer.in_channels),))
+    """Channels-last images `(H, W, in_channels)` (see `as_function`): 4 × 4, or larger
+    where the dilated kernel needs it, so that every axis of the output has at least
+    two positions (one stride past the smallest image with a non-empty output)."""
+    h, w = (max(_CONV_CHECK_SIZE, least + stride)
+            for least, stride in zip(layer._min_spatial(), layer.stride))
+    return Signature(((h, w, layer.in_channels),))
 
 
 @as_function.register
