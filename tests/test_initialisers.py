@@ -114,8 +114,8 @@ def test_dtypes_and_jax_initializer_protocol():
 
 
 def test_construction_has_no_python_loop_over_rows():
-    """The traced program does not grow with the matrix (16 vs 128, and 256 vs 512 where
-    Haar sampling switches to Cholesky-QR)."""
+    """The traced program does not grow with the matrix (16 vs 128, and 256 vs 512, the
+    sizes from which Haar sampling off the CPU switches to Cholesky-QR)."""
     for init in (tnn.HaarOrthogonal(), tnn.SphereUniform(), tnn.IsotropicNormal(),
                  tnn.GlorotUniform()):
         for small, large in ((16, 128), (256, 512)):
@@ -177,17 +177,20 @@ def test_checker_shows_uniform_initialisers_fail_orthogonal_invariance():
 
 
 def test_large_haar_factors_are_the_sign_corrected_qr_factor():
-    """From 256 columns the Q factor is computed by shifted Cholesky-QR3; it must be the
-    unique QR factor with diag R > 0 (Mezzadri's Haar construction), checked against
-    NumPy's Householder QR with the signs corrected, for a tall and a batched factor."""
-    from taxdl.nn.initialisers._functional import _positive_qr
+    """From 256 columns the Q factor is computed by Householder QR on the CPU and by
+    shifted Cholesky-QR3 elsewhere; both must give the unique QR factor with diag R > 0
+    (Mezzadri's Haar construction), checked against NumPy's Householder QR with the signs
+    corrected, for a tall and a batched factor (the Cholesky path called directly)."""
+    from taxdl.nn.initialisers._functional import _cholesky_qr_or_householder, _positive_qr
 
     with jax.enable_x64(True):
         z = np.random.default_rng(5).normal(size=(2, 300, 256))
-        q = np.asarray(_positive_qr(jnp.asarray(z)))
+        qs = [np.asarray(f(jnp.asarray(z))) for f in (_positive_qr,
+                                                      _cholesky_qr_or_householder)]
     qn, r = np.linalg.qr(z)
     qn = qn * np.sign(np.diagonal(r, axis1=-2, axis2=-1))[..., None, :]
-    np.testing.assert_allclose(q, qn, atol=1e-9)
+    for q in qs:
+        np.testing.assert_allclose(q, qn, atol=1e-9)
 
 
 def test_vmapped_large_haar_initialisation_does_not_hang():
