@@ -985,13 +985,16 @@ def _np_centred_hvp(x, w, v, eps):
     return centre(_np_rms_hvp(centre(x), w, centre(v), eps))
 
 
-@pytest.mark.parametrize("scale", [1e-16, 1e-22, 1e-30])
-def test_eps_hessian_vector_products_at_inputs_far_below_sqrt_eps(scale):
-    """ε = 1e-5, float32 inputs of size 1e-16 … 1e-30: the HVP (of size ~scale/ε^{3/2},
-    a normal number) matches the float64 closed form. Scaled by max|x| alone, e = √ε/m was
-    huge and the ρ³ of the second derivative underflowed (relative errors 0.4 to 1)."""
+@pytest.mark.parametrize("eps,scale", [(1e-5, 1e-16), (1e-5, 1e-21), (1e-5, 1e-22),
+                                       (1e-5, 1e-30), (1e-12, 1e-24)])
+def test_eps_hessian_vector_products_at_inputs_far_below_sqrt_eps(eps, scale):
+    """Float32 inputs far below √ε: the HVP (of size ~scale/ε^{3/2}, a normal number)
+    matches the float64 closed form. Scaled by max|x| alone, e = √ε/m was huge and the ρ³
+    of the second derivative underflowed (relative errors 0.4 to 1); scaled near √ε, the
+    mean square s is ~1e-36 there, where √s must not be differentiated (its own second
+    derivative overflows: NaN at 1e-21 with ε = 1e-5)."""
     r = rng(33)
-    eps, n = 1e-5, 5
+    n = 5
     x = np.asarray(scale * r.normal(size=(4, n)), np.float32).astype(np.float64)
     w, v = r.normal(size=(4, n)), r.normal(size=(4, n))
 
@@ -1015,6 +1018,41 @@ def test_eps_hessian_vector_products_at_inputs_far_below_sqrt_eps(scale):
         got = hvp(f)
         err = np.abs(got - want).max() / np.abs(want).max()
         assert err < 1e-5, (name, err)
+
+
+def test_inverse_root_second_derivative_where_the_mean_square_vanishes():
+    """1/√(s + e²) with e = 1: its second derivative in s is ¾(s + 1)^{-5/2}, also at s = 0
+    and at s ~ 1e-36 (float32), in forward-over-reverse and reverse-over-reverse mode."""
+    from taxdl.nn.normalisers._functional import _inverse_root
+
+    f = lambda s: _inverse_root(s, jnp.float32(1.0))  # noqa: E731
+    for s in (0.0, 1e-36, 1e-30, 0.5):
+        want = 0.75 * (s + 1) ** -2.5
+        for second in (jax.jacfwd(jax.grad(f)), jax.grad(jax.grad(f))):
+            assert float(second(jnp.float32(s))) == pytest.approx(want, rel=1e-6)
+
+
+def test_no_spread_at_a_large_magnitude_has_zero_second_derivatives():
+    """Features constant over the batch at 1e10 with ε = 1e-5: y = k c/√(E c² + ε) is odd
+    in the centred values c, which are 0, so every Hessian-vector product is exactly 0
+    (in both modes), for the functions and the modules, not NaN (the ε-dominated form's
+    second derivative, ~e⁻⁵ with e = √ε/1e10, overflows and met the zero c)."""
+    r = rng(34)
+    n, eps = 6, 1e-5
+    x = jnp.asarray(np.tile(r.normal(size=(1, n)), (4, 1)) * 1e10, jnp.float32)
+    w, v = (jnp.asarray(r.normal(size=(4, n)), jnp.float32) for _ in range(2))
+    chi, chi_state = eqx.nn.make_with_state(tnn.ChiNorm)(n, eps=eps)
+    bn, bn_state = eqx.nn.make_with_state(tnn.BatchNorm)(n, eps=eps)
+    maps = {"chi_norm": lambda a: tf.chi_norm(a, 1.0, 0.0, eps),
+            "batch_norm": lambda a: tf.batch_norm(a, 1.0, 0.0, eps),
+            "ChiNorm": lambda a: _batched(chi, a, chi_state)[0],
+            "BatchNorm": lambda a: _batched(bn, a, bn_state)[0]}
+    for name, f in maps.items():
+        g = jax.grad(lambda a: jnp.sum(w * f(a)))
+        forward = jax.jvp(g, (x,), (v,))[1]
+        reverse = jax.grad(lambda a: jnp.sum(g(a) * v))(x)
+        for hvp in (forward, reverse):
+            np.testing.assert_array_equal(np.asarray(hvp), 0, err_msg=name)
 
 
 def test_half_precision_running_statistics_do_not_overflow():

@@ -81,20 +81,25 @@ def _inverse_root(s: Array, e: Array) -> Array:
     finite everywhere else.
 
     Where $\\sqrt s > e$ it is $1/(\\sqrt s\\,\\sqrt{1 + (e/\\sqrt s)^2})$. Elsewhere it is
-    $1/(e\\sqrt{1 + s/e^2})$, a function of s itself, not of √s: its derivative in s,
-    $-\\tfrac12(s + e^2)^{-3/2}$, is then exact also where s is 0 or has underflowed to 0
-    (a constant input; $s = \\overline{u^2}$ of $u$ below $10^{-19}$ in float32), where
-    √s has no usable derivative and second derivatives would be lost. $e^2$ is formed only
-    where it is a normal number (XLA rewrites $(s/e)/e$ as $s/e^2$); below that
-    ($e < 10^{-19}$ in float32, where $(s + e^2)^{-3/2}$ overflows anyway) the first form
-    is kept with the roles of √s and e exchanged. `e` is a constant to autodiff (every
-    caller forms it from ε and a gradient-stopped scale): its own partial, which would
-    form e⁴ (flushed to 0 below e ≈ 1e-10 in float32), is not taken."""
+    $1/(e\\sqrt{1 + s/e^2})$, a function of s itself, not of √s: its derivatives in s,
+    $-\\tfrac12(s + e^2)^{-3/2}$ and $\\tfrac34(s + e^2)^{-5/2}$, are then exact also where
+    s is 0 or has underflowed to 0 (a constant input; $s = \\overline{u^2}$ of $u$ below
+    $10^{-19}$ in float32), where √s has no usable derivative and second derivatives
+    would be lost. That form is kept to e above $4\\,\\mathrm{max}^{-1/5}$ ($2\\cdot10^{-8}$
+    in float32), where $e^{-5}$ is representable: below it the second derivative
+    overflows, and times the zero it multiplies at a constant input (whose centred values
+    are 0) would be NaN. There the first form is used with the roles of √s and e
+    exchanged, whose derivative through √s is cut at s = 0 (finite, and exact where it
+    multiplies 0). √s is differentiated only in the rows whose value uses it (its own
+    second derivative overflows for tiny s). `e` is a constant to autodiff (every caller
+    forms it from ε and a gradient-stopped scale): its own partial, which would form e⁴
+    (flushed to 0 below e ≈ 1e-10 in float32), is not taken."""
     e = jax.lax.stop_gradient(e)
-    a = sqrt_or_zero(s)
-    by_s = a > e
-    fine = ~by_s & (e >= math.sqrt(float(jnp.finfo(jnp.result_type(s)).tiny)))
+    info = jnp.finfo(jnp.result_type(s))
+    by_s = jax.lax.stop_gradient(sqrt_or_zero(s)) > e   # (a choice: no derivative)
+    fine = ~by_s & (e >= 4 * float(info.max) ** -0.2)
     coarse = ~by_s & ~fine & (e > 0)
+    a = sqrt_or_zero(jnp.where(by_s | coarse, s, 1))
     hi = jnp.where(by_s, a, jnp.where(coarse, e, 1))
     t = jnp.where(by_s, e, jnp.where(coarse, a, 0)) / hi
     e_fine = jnp.where(fine, e, 1)
