@@ -413,6 +413,29 @@ def test_isotropic_multiply_along_n_is_a_product(dtype):
                                            rtol=8 * info.eps, atol=0)
 
 
+@pytest.mark.parametrize("dtype", [jnp.float32, jnp.float64])
+def test_isotropic_multiply_derivative_along_n_itself(dtype):
+    """Moving n along n̂ keeps n̂: the derivative of f in n along n̂ is (x·n̂)n̂, of size
+    ‖x‖ however small ‖n‖ (in one dimension f = |n|x and df/dn = sign(n) x). It was
+    formed from terms of size ‖x‖/‖n‖ that cancel, after the O(‖x‖) term had been
+    rounded away (0 in float32 at n = 1e-8). Checked in forward and reverse mode, in one
+    dimension and for n on an axis of ℝ³ (where n̂ is exact)."""
+    with jax.enable_x64(dtype == jnp.float64):
+        for scale in (1e-3, 1e-8, -1e-8, 1e-20):
+            x, n = jnp.asarray([3.0], dtype), jnp.asarray([scale], dtype)
+            want = np.sign(scale) * 3.0
+            assert float(jax.jacfwd(tf.isotropic_multiply, argnums=1)(x, n)[0, 0]) == \
+                pytest.approx(want, rel=1e-6)
+            assert float(jax.grad(lambda m: tf.isotropic_multiply(x, m)[0])(n)[0]) == \
+                pytest.approx(want, rel=1e-6)
+            x3 = jnp.asarray([3.0, 1.0, -2.0], dtype)
+            n3 = jnp.asarray([0.0, 0.0, scale], dtype)
+            e3 = jnp.asarray([0.0, 0.0, 1.0], dtype)
+            dy = jax.jvp(lambda m: tf.isotropic_multiply(x3, m), (n3,), (e3,))[1]
+            np.testing.assert_allclose(np.asarray(dy, np.float64),
+                                       [0.0, 0.0, -2.0 * np.sign(scale)], rtol=1e-6, atol=0)
+
+
 def test_isotropic_multiply_overflows_only_along_n():
     """Where (‖n‖ − 1)(x·n̂) overflows, the true result is ±∞ only in the components
     along n̂: the others keep x's (here 0 off the support of n, where an ∞·0 would give

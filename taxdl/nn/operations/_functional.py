@@ -260,9 +260,9 @@ def _off_n(v, along, u, s=None):
 def _multiply_jvp(primals, tangents):
     """$dy = dx + (r - 1)(\\hat n\\cdot dx)\\hat n + s\\,B(dn)$ (its first terms formed as
     $(dx - (\\hat n\\cdot dx)\\hat n) + r(\\hat n\\cdot dx)\\hat n$, see `_multiply_value`)
-    with, for $w = \\hat n\\cdot dn$ and $c = 1 - 1/r$ (r = ‖n‖),
-    $B(dn) = \\big(w p' + c\\,(x'\\cdot dn - 2p'w)\\big)\\hat n
-    + c\\,p'\\,dn$: the derivative of $(r - 1)(x\\cdot\\hat n)\\hat n$ in n, of size ‖x‖.
+    with, for $w = \\hat n\\cdot dn$, $dn_\\perp = dn - w\\hat n$ and $c = 1 - 1/r$
+    (r = ‖n‖), $B(dn) = \\big(w p' + c\\,x'\\cdot dn_\\perp\\big)\\hat n + c\\,p'\\,dn_\\perp$:
+    the derivative of $(r - 1)(x\\cdot\\hat n)\\hat n$ in n, of size ‖x‖.
 
     The power of two s is applied as $s_a s_b$ (each about √s), $s_a$ to dn before B and
     $s_b$ after it, so that neither forward mode (scaling at the end) nor reverse mode
@@ -276,9 +276,14 @@ def _multiply_jvp(primals, tangents):
     sa, sb = _halves(_exponent(s), s.dtype)
     dns = dn * sa
     w = jnp.sum(u * dns, axis=-1, keepdims=True)
-    t = jnp.sum(xs * dns, axis=-1, keepdims=True)
+    # B written on dn's part off n̂: along n̂ it cancels exactly (moving n along n̂ keeps
+    # n̂, so B = w p′ n̂ there); formed on all of dn, its c-terms of size ‖x‖/r cancel
+    # only after the O(‖x‖) term w p′ has been rounded away (1-D derivative 0 for
+    # ‖n‖ = 1e-8 in float32)
+    across = _off_n(dns, w * u, u)
+    t = jnp.sum(xs * across, axis=-1, keepdims=True)
     c = 1 - inverse_or_zero(r)
-    bend = (w * ps + c * (t - 2 * ps * w)) * u + (c * ps) * dns
+    bend = (w * ps + c * t) * u + (c * ps) * across
     # the two uses of n̂·dx are separate sums, written along-term first: reverse mode
     # adds the transposed terms to the cotangent v in reverse order, v − (n̂·v)n̂ before
     # r(n̂·v)n̂ (a shared sum would form (r − 1)(n̂·v), and the other order v + r(n̂·v)n̂,
