@@ -1223,6 +1223,33 @@ def test_block_diagonal_groups_with_other_block_sizes_are_other_groups():
     assert G.is_subgroup(G.BlockDiagonal(G.Orthogonal(2), G.Permutation(3)), a)
 
 
+def test_block_diagonal_inclusions_agree_with_membership():
+    """A block sum lies in O(n), Sₙ, … when each block does, and in another block sum with
+    the same blocks factor by factor: `is_subgroup` answers as membership of 128 samples
+    does, both ways."""
+    o2, o3, s2, s3 = G.Orthogonal(2), G.Orthogonal(3), G.Permutation(2), G.Permutation(3)
+    bd = G.BlockDiagonal
+    pairs = [(bd(o2, o3), G.Orthogonal(5)), (bd(s2, s3), G.Permutation(5)),
+             (bd(o3, s2), bd(o3, o2)), (bd(s2, s3), bd(o2, s3)),
+             (bd(s2, s3), G.SignedPermutation(5)), (bd(o2, s3), G.Permutation(5)),
+             (bd(o2, o3), G.SpecialOrthogonal(5)), (bd(o3, o2), bd(s3, o2)),
+             (bd(G.SpecialOrthogonal(2), G.SpecialOrthogonal(3)), G.SpecialOrthogonal(5))]
+    for i, (a, b) in enumerate(pairs):
+        members = bool(jnp.all(b.contains(a.sample(jax.random.key(i), 128), atol=1e-4)))
+        assert G.is_subgroup(a, b) == members, (a.name, b.name, members)
+
+
+def test_remembered_products_keep_their_sampling_parameters():
+    """Products remembered by family keep the caller's sampling parameters: ℝ×₊ × O(1,3)
+    with wide boosts is not answered with the one seen first."""
+    from taxdl.groups._hierarchy import simplify_product
+
+    simplify_product(G.Product(G.Scaling(positive=True), G.Lorentz(4), n=4))
+    wide = simplify_product(G.Product(G.Scaling(positive=True),
+                                      G.Lorentz(4, max_rapidity=5.0), n=4))
+    assert [getattr(f, "max_rapidity", None) for f in wide.factors] == [None, 5.0]
+
+
 def test_real_groups_do_not_contain_complex_matrices():
     """iI is unitary, not orthogonal; e^{iφ}I is not ±I: real families refuse complex
     matrices (their imaginary part must vanish), complex ones keep them, and a complex

@@ -334,7 +334,7 @@ def simplify_product(group: AbstractGroup) -> AbstractGroup:
     (building the hierarchy asks for the same products many times)."""
     if not isinstance(group, Product):
         return group
-    key = (family_key(group), tuple(family_key(f)[1] for f in group.factors))
+    key = (memo_key(group), tuple(family_key(f)[1] for f in group.factors))
     return remembered(_SIMPLIFY_MEMO, _rules_token(), key, lambda: _simplify_product(group))
 
 
@@ -463,6 +463,20 @@ def family_key(group: AbstractGroup) -> tuple[tuple, int | None]:
 
 _FAMILIES: dict[int, tuple[AbstractGroup, tuple]] = {}
 _FAMILIES_MAX = 4096
+
+
+def memo_key(group: AbstractGroup) -> tuple:
+    """`family_key(group)` with the values of the fields that only shape sampling
+    (`AbstractGroup.sampling_fields`, in `group` and its factors): the key under which
+    answers that are groups are remembered, so that a remembered answer is not a group
+    with another group's sampling parameters (a Lorentz group's max_rapidity)."""
+    return family_key(group), _sampling(group)
+
+
+def _sampling(group: AbstractGroup) -> tuple:
+    if isinstance(group, (BlockDiagonal, Product)):
+        return tuple(_sampling(f) for f in group.factors)
+    return tuple(getattr(group, name) for name in type(group).sampling_fields)
 
 
 def same_group(a: AbstractGroup, b: AbstractGroup) -> bool:
@@ -597,6 +611,8 @@ def _is_subgroup(a: AbstractGroup, b: AbstractGroup) -> bool:
         # edge only for two or more blocks, through the per-block shifts)
     if _one_cone_in_lorentz(a, b):
         return True
+    if isinstance(a, BlockDiagonal) and _block_diagonal_within(a, b):
+        return True
     if isinstance(a, Product) and isinstance(b, Product) and len(a.factors) == len(b.factors):
         if all(is_subgroup(x, y) for x, y in zip(a.factors, b.factors)):
             return True
@@ -662,6 +678,23 @@ def _one_block(group: AbstractGroup) -> AbstractGroup:
             return ScaleShift(group.n, positive=group.positive)
         return Translation(group.n)
     return group
+
+
+# Families F whose block-diagonal sums of members of F(kᵢ) are members of F(Σkᵢ).
+_CLOSED_UNDER_BLOCK_SUMS = (Trivial, Permutation, SignFlips, SignedPermutation, Orthogonal,
+                            SpecialOrthogonal, GeneralLinear, Unitary)
+
+
+def _block_diagonal_within(a: BlockDiagonal, b: AbstractGroup) -> bool:
+    """Inclusions of a block-diagonal group that its rule (⊂ GL(n)) does not reach:
+    factor by factor in a block-diagonal group with the same blocks, and in O(n), Sₙ,
+    Bₙ, … when each factor lies in that family on its own block (a block sum of
+    permutations is a permutation). (Not edges: they hold block by block.)"""
+    if isinstance(b, BlockDiagonal):
+        return (len(a.factors) == len(b.factors)
+                and all(f.n == h.n and is_subgroup(f, h) for f, h in zip(a.factors, b.factors)))
+    return type(b) in _CLOSED_UNDER_BLOCK_SUMS and all(
+        f.n is not None and is_subgroup(f, type(b)(f.n)) for f in a.factors)
 
 
 def _one_cone_in_lorentz(a: AbstractGroup, b: AbstractGroup) -> bool:

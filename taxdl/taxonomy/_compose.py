@@ -132,6 +132,7 @@ from ..groups._hierarchy import (
     _rules_token,
     counting_registrations,
     family_key,
+    memo_key,
     remembered,
     represent,
     scalar_subgroup,
@@ -229,8 +230,7 @@ def _remembered(kind: str, a: AbstractGroup, b: AbstractGroup, compute):
     or a known subgroup is registered (comparing the groups themselves as Equinox
     modules is slow)."""
     token = (_rules_token(), known_subgroups.version)
-    return remembered(_LATTICE_MEMO, token, (kind, family_key(a), family_key(b)),
-                      compute)
+    return remembered(_LATTICE_MEMO, token, (kind, memo_key(a), memo_key(b)), compute)
 
 
 def _le(a: AbstractGroup, b: AbstractGroup) -> bool:
@@ -472,7 +472,7 @@ def _joins(groups: list[AbstractGroup]) -> list[AbstractGroup]:
     if len(groups) < 2:
         return groups
     token = (_rules_token(), known_subgroups.version, factorisation.version)
-    key = tuple(family_key(g) for g in groups)
+    key = tuple(memo_key(g) for g in groups)
     return list(groups) + remembered(_JOINS_MEMO, token, key, lambda: _added_joins(groups))
 
 
