@@ -213,9 +213,8 @@ def _centred_standardise(x: Array, axis, eps=0.0) -> Array:
     largest, constant = _range(x, axis)
     m = power_of_two_near(jnp.maximum(largest, math.sqrt(eps)))
     u = x / m
-    centred = u - jnp.mean(u, axis=axis, keepdims=True)
-    residue = jax.lax.stop_gradient(jnp.where(constant, centred, 0))
-    return _standardise_centred(centred - residue, axis, math.sqrt(eps) / m)
+    centred = _zero_where_constant(u - jnp.mean(u, axis=axis, keepdims=True), constant)
+    return _standardise_centred(centred, axis, math.sqrt(eps) / m)
 
 
 def _range(x: Array, axis) -> tuple[Array, Array]:
@@ -230,6 +229,13 @@ def _range(x: Array, axis) -> tuple[Array, Array]:
     hi = jax.lax.stop_gradient(jnp.max(x, axis=axis, keepdims=True))
     lo = jax.lax.stop_gradient(jnp.min(x, axis=axis, keepdims=True))
     return jnp.maximum(jnp.abs(hi), jnp.abs(lo)), hi == lo
+
+
+def _zero_where_constant(centred: Array, constant: Array) -> Array:
+    """`centred` with exactly 0 where `constant` holds (the rounding error of the mean,
+    see `_range`), its gradient kept everywhere: that of $x - \\bar x$, so that with
+    ε > 0 the Jacobian of a constant input is what it is nearby."""
+    return centred - jax.lax.stop_gradient(jnp.where(constant, centred, 0))
 
 
 def unit_vector(x: Float[Array, "*b n"]) -> Float[Array, "*b n"]:
@@ -541,9 +547,7 @@ def _scaled_centred_batch(x, floor: float = 0.0):
     m = power_of_two_near(jnp.maximum(jnp.max(largest), floor))
     u = x / m
     mu = jnp.mean(u, axis=0)
-    centred = u - mu
-    residue = jax.lax.stop_gradient(jnp.where(constant, centred, 0))
-    c = centred - residue
+    c = _zero_where_constant(u - mu, constant)
     return mu, c, jnp.mean(jnp.sum(c * c, axis=-1)), m
 
 

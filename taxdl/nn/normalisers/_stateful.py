@@ -111,8 +111,7 @@ def _batch_centre(x, axis_name, reduce, floor: float = 0.0):
     mean_u, big = _scaled_batch_mean(x, axis_name, reduce, floor)
     xs = jax.lax.stop_gradient(x)
     constant = jax.lax.pmax(xs, axis_name) == jax.lax.pmin(xs, axis_name)
-    centred = x / big - mean_u
-    return mean_u * big, centred - jax.lax.stop_gradient(jnp.where(constant, centred, 0)), big
+    return mean_u * big, F._zero_where_constant(x / big - mean_u, constant), big
 
 
 def _batch_statistics(x, axis_name, who: str, per_coordinate: bool, eps: float):
